@@ -1,0 +1,94 @@
+package core
+
+import "strconv"
+
+// Algorithm selects how a Limit counts. The zero value is SlidingWindow.
+// Each algorithm's math is documented on its constant and implemented as a
+// pure function of (state, now, cost) shared by every store.
+type Algorithm uint8
+
+const (
+	// SlidingWindow is the sliding window counter (Cloudflare's): it keeps the
+	// count of the current and the previous epoch-aligned window and admits a
+	// cost c at elapsed time e into the current window when
+	//
+	//	prev·(P−e) + (cur+c)·P ≤ Q·P
+	//
+	// that is, when the previous window's count weighted by the part of it
+	// still inside the sliding window, plus the current count, plus c, is at
+	// most Q. The comparison is done in integers, so it is exact. O(1) memory.
+	SlidingWindow Algorithm = iota
+
+	// FixedWindow counts per epoch-aligned window [k·P, (k+1)·P) and admits c
+	// when count + c ≤ Q. Every instance agrees on the windows. It allows up
+	// to 2·Q across a window boundary.
+	FixedWindow
+
+	// SlidingLog keeps one (timestamp, cost) entry per admitted request and
+	// admits c when the costs of the entries younger than P, plus c, are at
+	// most Q. Exact, but memory grows with Quota (at most MaxLogQuota).
+	SlidingLog
+
+	// BucketedWindow divides time into epoch-aligned buckets of Precision p
+	// and admits c when the counts of the last ⌈P/p⌉ buckets (the current one
+	// included), plus c, are at most Q. Exact at bucket granularity, memory
+	// bounded by P/p buckets; with p = P it is FixedWindow.
+	BucketedWindow
+
+	// TokenBucket holds up to B tokens (B = Burst, default Q), starts full and
+	// refills at Q per P: tokens(t) = min(B, tokens + (t−last)·Q/P). It admits
+	// c when tokens(t) ≥ c and then removes c. Its decisions are those of
+	// golang.org/x/time/rate's AllowN(t, c) with r = Q/P and b = B, computed
+	// exactly instead of in floating point.
+	TokenBucket
+
+	// GCRA is the generic cell rate algorithm: with emission interval T = P/Q
+	// and theoretical arrival time TAT, it admits c when
+	//
+	//	max(TAT, t) + c·T − B·T ≤ t
+	//
+	// and then sets TAT = max(TAT, t) + c·T. It decides exactly as
+	// TokenBucket does (the two are the same machine in different state) and
+	// as go-redis/redis_rate for Limit{Rate: Q, Period: P, Burst: B}.
+	GCRA
+
+	// LeakyBucket is the leaky bucket as a queue: requests join a queue of
+	// capacity B·T that drains at Q per P. It admits c under GCRA's condition,
+	// and an admitted request is served after Decision.Delay =
+	// max(TAT−t, 0), so that requests leave at exactly Q per P. Middleware
+	// waits out the delay instead of passing at once.
+	LeakyBucket
+
+	numAlgorithms
+)
+
+var algorithmNames = [numAlgorithms]string{
+	SlidingWindow:  "sliding-window",
+	FixedWindow:    "fixed-window",
+	SlidingLog:     "sliding-log",
+	BucketedWindow: "bucketed-window",
+	TokenBucket:    "token-bucket",
+	GCRA:           "gcra",
+	LeakyBucket:    "leaky-bucket",
+}
+
+// String returns the algorithm's name, e.g. "sliding-window".
+func (a Algorithm) String() string {
+	if a < numAlgorithms {
+		return algorithmNames[a]
+	}
+	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
+}
+
+// Algorithms lists every algorithm, in declaration order.
+func Algorithms() []Algorithm {
+	all := make([]Algorithm, numAlgorithms)
+	for i := range all {
+		all[i] = Algorithm(i)
+	}
+	return all
+}
+
+// rated reports whether the algorithm refills continuously at Q per P
+// (TokenBucket, GCRA, LeakyBucket): those use Burst and a time tick.
+func (a Algorithm) rated() bool { return a == TokenBucket || a == GCRA || a == LeakyBucket }

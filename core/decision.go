@@ -1,0 +1,70 @@
+package core
+
+import (
+	"math"
+	"time"
+)
+
+// Never is the RetryAfter of a cost that can never pass: one larger than the
+// limit's capacity.
+const Never time.Duration = math.MaxInt64
+
+// LimitState is one limit's part of a Decision.
+type LimitState struct {
+	// Limit is the limit this state is about.
+	Limit Limit
+	// Allowed reports whether this limit alone would admit the cost.
+	Allowed bool
+	// Remaining is the cost units left under Limit after the operation,
+	// floored, never negative.
+	Remaining int64
+	// ResetAfter is how long until Limit is fully replenished if nothing
+	// else arrives; 0 when it already is.
+	ResetAfter time.Duration
+	// RetryAfter is, when this limit denies, how long until the same cost
+	// could pass it (Never when the cost exceeds its capacity); else 0.
+	RetryAfter time.Duration
+}
+
+// A Decision is the outcome of one operation over one key's limits.
+// Being limited is not an error: it is a Decision with Allowed false.
+type Decision struct {
+	// Allowed reports whether the request may pass: every limit admitted its
+	// cost (Take), or would (Peek). For Charge, Refund and Reset it reports
+	// whether the key is within all its limits after the change.
+	Allowed bool
+	// Cost is the cost the operation was asked for.
+	Cost int64
+	// Limit is the binding limit: the one that denied with the longest
+	// RetryAfter or, when allowed, the one with the least Remaining.
+	Limit Limit
+	// Remaining is the cost units left under Limit after the operation
+	// (floored, never negative).
+	Remaining int64
+	// ResetAfter is how long until Limit is fully replenished if nothing
+	// else arrives.
+	ResetAfter time.Duration
+	// RetryAfter is, when denied, how long until the same cost could pass
+	// every limit if nothing else arrives; Never when it exceeds a limit's
+	// capacity; 0 when allowed.
+	RetryAfter time.Duration
+	// Delay is, for LeakyBucket limits, how long an admitted request must
+	// wait in the queue before it is served; 0 otherwise.
+	Delay time.Duration
+	// States holds every limit's state, in the order of the limits, when the
+	// operation covered more than one limit. For a single limit it is nil and
+	// the Decision's own fields are that limit's state: use Each to visit the
+	// states either way.
+	States []LimitState
+}
+
+// Each calls fn with every limit's state, in the order of the limits.
+func (d *Decision) Each(fn func(LimitState)) {
+	if d.States != nil {
+		for _, s := range d.States {
+			fn(s)
+		}
+		return
+	}
+	fn(LimitState{Limit: d.Limit, Allowed: d.Allowed, Remaining: d.Remaining, ResetAfter: d.ResetAfter, RetryAfter: d.RetryAfter})
+}

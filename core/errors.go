@@ -1,0 +1,20 @@
+package core
+
+import "errors"
+
+// Sentinel errors. Match them with errors.Is: the errors returned by this
+// package and by stores wrap them with the key, limit or operation concerned.
+// Being rate limited is never an error: it is a Decision with Allowed false.
+var (
+	// ErrInvalidLimit reports a Limit that Validate rejects.
+	ErrInvalidLimit = errors.New("tollgate: invalid limit")
+	// ErrInvalidCost reports a negative cost.
+	ErrInvalidCost = errors.New("tollgate: invalid cost")
+	// ErrInvalidKey reports an empty key.
+	ErrInvalidKey = errors.New("tollgate: invalid key")
+	// ErrInvalidOp reports an operation that is malformed in another way:
+	// an unknown Kind, or no limits.
+	ErrInvalidOp = errors.New("tollgate: invalid operation")
+	// ErrClosed reports a call on a store that has been closed.
+	ErrClosed = errors.New("tollgate: store closed")
+)

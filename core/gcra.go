@@ -1,0 +1,59 @@
+package core
+
+import "math/bits"
+
+// GCRA and LeakyBucket, in ticks. The theoretical arrival time is
+// TAT = A + B/Q ticks with 0 ≤ B < Q, so that adding c·T = c·P/Q is exact:
+// the debt beyond now, scaled by Q, is
+//
+//	debt = Q·(A − t) + B = Q·max(TAT − t, 0)
+//
+// and cost c passes when debt + c·P ≤ B·P (Burst × Period), which is
+// max(TAT, t) + c·T − Burst·T ≤ t multiplied by Q.
+
+func gcraRoll(sh *shape, st *State, now int64) {
+	tt := sh.tt
+	if st.B >= sh.q { // Quota lowered since the state was written
+		st.B = sh.q - 1
+	}
+	if st.A < tt {
+		st.A, st.B = tt, 0
+	}
+}
+
+// gcraDebt returns Q·(TAT − t), capped at debtCap·P.
+func gcraDebt(sh *shape, st *State, now int64) (tt, debt int64) {
+	tt = sh.tt
+	limit := sh.debtCap() * sh.pt
+	hi, lo := bits.Mul64(uint64(st.A-tt), uint64(sh.q)) // st.A ≥ tt after roll
+	if hi != 0 || lo > uint64(limit) {
+		return tt, limit
+	}
+	return tt, min(int64(lo)+st.B, limit)
+}
+
+func gcraNeed(sh *shape, st *State, now, c int64) (ok bool, retry, delay int64) {
+	tt, debt := gcraDebt(sh, st, now)
+	if excess := debt + (c-sh.cap)*sh.pt; excess > 0 {
+		return false, (tt+ceilDiv(excess, sh.q))*sh.tick - now, 0
+	}
+	if sh.alg == LeakyBucket && debt > 0 {
+		delay = max((tt+ceilDiv(debt, sh.q))*sh.tick-now, 0)
+	}
+	return true, 0, delay
+}
+
+func gcraAdd(sh *shape, st *State, now, d int64) {
+	tt, debt := gcraDebt(sh, st, now)
+	debt = min(max(debt+d*sh.pt, 0), sh.debtCap()*sh.pt)
+	st.A, st.B = tt+floorDiv(debt, sh.q), floorMod(debt, sh.q)
+}
+
+func gcraReport(sh *shape, st *State, now int64) (int64, int64) {
+	tt, debt := gcraDebt(sh, st, now)
+	rem := max(floorDiv(sh.cap*sh.pt-debt, sh.pt), 0)
+	if debt == 0 {
+		return rem, 0
+	}
+	return rem, (tt+ceilDiv(debt, sh.q))*sh.tick - now
+}

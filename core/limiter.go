@@ -1,0 +1,153 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// A Limiter applies a set of limits, kept in a Store, to keys. It is safe
+// for concurrent use; its methods are thin: the Store does the work
+// atomically, so any number of Limiters, in any number of processes, can
+// share one Store's keys.
+type Limiter struct {
+	store    Store
+	limits   []Limit
+	limitsFn func(ctx context.Context, key string) []Limit
+	clock    Clock
+}
+
+// An Option configures a Limiter. Every Limit is an Option that adds itself
+// to the Limiter's limits.
+type Option interface {
+	applyLimiter(*Limiter) error
+}
+
+type optionFunc func(*Limiter) error
+
+func (f optionFunc) applyLimiter(l *Limiter) error { return f(l) }
+
+func (lim Limit) applyLimiter(l *Limiter) error {
+	if err := lim.Validate(); err != nil {
+		return err
+	}
+	if lim.Name == "" {
+		lim.Name = lim.PolicyName()
+	}
+	l.limits = append(l.limits, lim)
+	return nil
+}
+
+// WithLimitsFunc chooses the limits per key, for plans and tiers: fn is
+// called on every operation, and its limits replace the Limiter's own; when
+// it returns none, the Limiter's own apply. Limits it returns are validated
+// on every call and an invalid one fails the operation. Name them, or the
+// RateLimit headers derive a name on every request. Default: none.
+func WithLimitsFunc(fn func(ctx context.Context, key string) []Limit) Option {
+	return optionFunc(func(l *Limiter) error {
+		l.limitsFn = fn
+		return nil
+	})
+}
+
+// WithClock makes the Limiter pass clock's time with every operation, in
+// place of the store's own clock (the Redis store's default is Redis TIME).
+// Tests pass a fake clock. Default: nil, the store's clock.
+func WithClock(clock Clock) Option {
+	return optionFunc(func(l *Limiter) error {
+		l.clock = clock
+		return nil
+	})
+}
+
+// New returns a Limiter of store with the limits and options given. It
+// returns an error wrapping ErrInvalidLimit for an invalid limit, and an
+// error when store is nil or there are neither limits nor a WithLimitsFunc.
+func New(store Store, opts ...Option) (*Limiter, error) {
+	if store == nil {
+		return nil, errors.New("tollgate: New: nil store")
+	}
+	l := &Limiter{store: store}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.applyLimiter(l); err != nil {
+			return nil, fmt.Errorf("tollgate: New: %w", err)
+		}
+	}
+	if len(l.limits) == 0 && l.limitsFn == nil {
+		return nil, fmt.Errorf("tollgate: New: %w: no limits and no WithLimitsFunc", ErrInvalidOp)
+	}
+	return l, nil
+}
+
+// Store returns the Limiter's store.
+func (l *Limiter) Store() Store { return l.store }
+
+// Limits returns the limits that apply to key: WithLimitsFunc's, or the
+// Limiter's own.
+func (l *Limiter) Limits(ctx context.Context, key string) []Limit {
+	if l.limitsFn != nil {
+		if ls := l.limitsFn(ctx, key); len(ls) > 0 {
+			return ls
+		}
+	}
+	return l.limits
+}
+
+// Allow is shorthand for AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+	return l.do(ctx, Take, key, 1)
+}
+
+// AllowN takes cost units from every limit of key if all of them admit it,
+// and nothing otherwise. A cost above a limit's capacity is denied with
+// RetryAfter Never. Being denied is not an error; an error means invalid
+// input (a negative cost, an empty key) or a failing store.
+func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (Decision, error) {
+	return l.do(ctx, Take, key, cost)
+}
+
+// Peek reports the state of key's limits without changing it: Allowed is
+// false only while usage exceeds a quota, after a Charge.
+// It is shorthand for PeekN(ctx, key, 0).
+func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
+	return l.do(ctx, Peek, key, 0)
+}
+
+// PeekN reports what AllowN(ctx, key, cost) would decide, changing nothing.
+func (l *Limiter) PeekN(ctx context.Context, key string, cost int64) (Decision, error) {
+	return l.do(ctx, Peek, key, cost)
+}
+
+// Charge adds cost to every limit of key unconditionally: the post-hoc part
+// of a cost known only after the request ran. Usage may exceed the quota
+// (up to DebtFactor times the capacity), so later requests wait. The
+// Decision reports the state after the charge, as Peek would.
+func (l *Limiter) Charge(ctx context.Context, key string, cost int64) (Decision, error) {
+	return l.do(ctx, Charge, key, cost)
+}
+
+// Refund gives cost back to every limit of key, never below zero usage: the
+// unused part of an estimate, or a failed request. The Decision reports the
+// state after the refund, as Peek would.
+func (l *Limiter) Refund(ctx context.Context, key string, cost int64) (Decision, error) {
+	return l.do(ctx, Refund, key, cost)
+}
+
+// Reset forgets key: every limit is fully replenished.
+func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
+	return l.do(ctx, Reset, key, 0)
+}
+
+func (l *Limiter) do(ctx context.Context, kind Kind, key string, cost int64) (Decision, error) {
+	op := Op{Kind: kind, Key: key, Limits: l.limits, Cost: cost}
+	if l.limitsFn != nil {
+		op.Limits = l.Limits(ctx, key)
+	}
+	if l.clock != nil {
+		op.Now = l.clock.Now()
+	}
+	return l.store.Apply(ctx, op)
+}

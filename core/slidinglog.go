@@ -1,0 +1,86 @@
+package core
+
+// SlidingLog and BucketedWindow keep a log of marks, oldest first, and the
+// sum of their costs in A.
+//
+//	SlidingLog      mark = (timestamp µs, cost); live while t < timestamp + P
+//	BucketedWindow  mark = (bucket number b = ⌊t/p⌋, count); live while
+//	                ⌊t/p⌋ − n < b, n = P/p, that is while t < (b+n)·p
+//
+// Cost c passes when A + c ≤ Q; otherwise it waits until enough of the
+// oldest marks have expired.
+
+// markExpiry returns when (µs) mark m stops counting.
+func markExpiry(sh *shape, m Mark) int64 {
+	if sh.alg == BucketedWindow {
+		return (m.At + sh.n) * sh.prec
+	}
+	return m.At + sh.p
+}
+
+func logRoll(sh *shape, st *State, now int64) { dropExpired(sh, st, now) }
+
+func bucketRoll(sh *shape, st *State, now int64) { dropExpired(sh, st, now) }
+
+func dropExpired(sh *shape, st *State, now int64) {
+	k := 0
+	for k < len(st.Log) && markExpiry(sh, st.Log[k]) <= now {
+		st.A -= st.Log[k].N
+		k++
+	}
+	if k == len(st.Log) {
+		st.Log = st.Log[:0]
+	} else if k > 0 {
+		st.Log = st.Log[k:]
+	}
+}
+
+func markNeed(sh *shape, st *State, now, c int64) (bool, int64) {
+	excess := st.A + c - sh.q
+	if excess <= 0 {
+		return true, 0
+	}
+	for _, m := range st.Log {
+		if excess -= m.N; excess <= 0 {
+			return false, markExpiry(sh, m) - now
+		}
+	}
+	return false, -1 // unreachable for c ≤ Q
+}
+
+// markAdd charges at position at (a timestamp or a bucket number), merging
+// with the newest mark when it is not older; a refund takes from the newest
+// marks first.
+func markAdd(sh *shape, st *State, at, d int64) {
+	if d > 0 {
+		d = min(d, sh.debtCap()-st.A)
+		if d <= 0 {
+			return
+		}
+		st.A += d
+		if n := len(st.Log); n > 0 && st.Log[n-1].At >= at {
+			st.Log[n-1].N += d
+			return
+		}
+		st.Log = append(st.Log, Mark{At: at, N: d})
+		return
+	}
+	r := min(-d, st.A)
+	st.A -= r
+	for r > 0 {
+		last := &st.Log[len(st.Log)-1]
+		x := min(last.N, r)
+		last.N -= x
+		r -= x
+		if last.N == 0 {
+			st.Log = st.Log[:len(st.Log)-1]
+		}
+	}
+}
+
+func markReport(sh *shape, st *State, now int64) (int64, int64) {
+	if len(st.Log) == 0 {
+		return sh.q, 0
+	}
+	return max(sh.q-st.A, 0), markExpiry(sh, st.Log[len(st.Log)-1]) - now
+}

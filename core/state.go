@@ -1,0 +1,139 @@
+package core
+
+// State is the stored state of one limit of one key. Stores keep one State
+// per limit and hand them to Step; they need not understand the fields. The
+// zero State is a fresh, fully replenished limit, and so is any State whose
+// Ident does not match its limit's layout.
+//
+// The fields' meanings, per algorithm (times are Unix microseconds, or
+// ticks of the limit's time unit where noted):
+//
+//	FixedWindow     A = window number ⌊t/P⌋, B = count
+//	SlidingWindow   A = window number (ticks), B = previous count, C = current count
+//	SlidingLog      A = sum of Log's costs; Log = (timestamp, cost), oldest first
+//	BucketedWindow  A = sum of Log's counts; Log = (bucket number ⌊t/p⌋, count), oldest first
+//	TokenBucket     A = tokens × (P in ticks), B = last refill (ticks)
+//	GCRA, LeakyBucket  TAT = A + B/Q ticks, 0 ≤ B < Q
+type State struct {
+	Ident   uint64
+	A, B, C int64
+	Log     []Mark
+}
+
+// Mark is one entry of a State's Log.
+type Mark struct {
+	At int64 // timestamp (µs) or bucket number
+	N  int64 // cost units
+}
+
+// fresh resets st to the fully replenished state of sh at now.
+func (sh *shape) fresh(st *State, now int64) {
+	*st = State{Ident: sh.id, Log: st.Log[:0]}
+	switch sh.alg {
+	case FixedWindow:
+		st.A = floorDiv(now, sh.p)
+	case SlidingWindow:
+		st.A = floorDiv(sh.ticks(now), sh.pt)
+	case TokenBucket:
+		st.A = sh.cap * sh.pt
+		st.B = sh.ticks(now)
+	case GCRA, LeakyBucket:
+		st.A = sh.ticks(now)
+	}
+}
+
+// ticks converts a time in µs to the limit's ticks.
+func (sh *shape) ticks(now int64) int64 {
+	if sh.tick == 1 {
+		return now
+	}
+	return floorDiv(now, sh.tick)
+}
+
+// debtCap is the most usage a limit can carry: DebtFactor × capacity.
+func (sh *shape) debtCap() int64 { return DebtFactor * sh.cap }
+
+// roll brings st up to now (dropping what expired, refilling) and records
+// the call's position in sh.
+func (sh *shape) roll(st *State, now int64) {
+	sh.tt = sh.ticks(now)
+	switch sh.alg {
+	case FixedWindow:
+		fixedRoll(sh, st, now)
+	case SlidingWindow:
+		slidingRoll(sh, st, now)
+	case SlidingLog:
+		logRoll(sh, st, now)
+	case BucketedWindow:
+		bucketRoll(sh, st, now)
+	case TokenBucket:
+		tokenRoll(sh, st, now)
+	default:
+		gcraRoll(sh, st, now)
+	}
+}
+
+// need reports whether cost c can pass now; if not, retry is the time (µs
+// from now) until it can, or -1 for never. delay is LeakyBucket's queueing
+// delay (µs) when it can pass.
+func (sh *shape) need(st *State, now, c int64) (ok bool, retry, delay int64) {
+	if c > sh.cap {
+		return false, -1, 0
+	}
+	switch sh.alg {
+	case FixedWindow:
+		ok, retry = fixedNeed(sh, st, now, c)
+	case SlidingWindow:
+		ok, retry = slidingNeed(sh, st, now, c)
+	case SlidingLog, BucketedWindow:
+		ok, retry = markNeed(sh, st, now, c)
+	case TokenBucket:
+		ok, retry = tokenNeed(sh, st, now, c)
+	default:
+		ok, retry, delay = gcraNeed(sh, st, now, c)
+	}
+	return ok, retry, delay
+}
+
+// add changes usage by d: a charge when d > 0 (saturating at debtCap), a
+// refund when d < 0 (never below zero usage).
+func (sh *shape) add(st *State, now, d int64) {
+	if m := sh.debtCap(); d > m {
+		d = m
+	} else if d < -m {
+		d = -m
+	}
+	if d == 0 {
+		return
+	}
+	switch sh.alg {
+	case FixedWindow:
+		fixedAdd(sh, st, d)
+	case SlidingWindow:
+		slidingAdd(sh, st, d)
+	case SlidingLog:
+		markAdd(sh, st, now, d)
+	case BucketedWindow:
+		markAdd(sh, st, floorDiv(now, sh.prec), d)
+	case TokenBucket:
+		tokenAdd(sh, st, d)
+	default:
+		gcraAdd(sh, st, now, d)
+	}
+}
+
+// report returns the units left and the time (µs) until fully replenished.
+func (sh *shape) report(st *State, now int64) (remaining, reset int64) {
+	switch sh.alg {
+	case FixedWindow:
+		return fixedReport(sh, st, now)
+	case SlidingWindow:
+		return slidingReport(sh, st, now)
+	case SlidingLog, BucketedWindow:
+		return markReport(sh, st, now)
+	case TokenBucket:
+		return tokenReport(sh, st, now)
+	default:
+		return gcraReport(sh, st, now)
+	}
+}

@@ -1,0 +1,177 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// Step is the reference implementation of every algorithm and operation:
+// stores call it (or, like the Redis store, a port that storetest holds to
+// identical results). It validates op, then applies it at now (Unix
+// microseconds) to states, one per limit of op.Limits in the same order,
+// changing them in place, and returns the Decision and keep: how long until
+// every state is fully replenished, after which the key's states equal fresh
+// ones and may be deleted (0: already).
+//
+// Step reads neither op.Now nor, beyond checking it is not empty, op.Key;
+// it does not check limit names, which only headers read (Limit.Validate
+// does). On error it changes nothing. It is a pure function of its
+// arguments and the states.
+func Step(op *Op, now int64, states []State) (d Decision, keep time.Duration, err error) {
+	switch {
+	case op.Kind >= numKinds:
+		return d, 0, fmt.Errorf("%w: unknown kind %d", ErrInvalidOp, op.Kind)
+	case op.Key == "":
+		return d, 0, fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case op.Cost < 0:
+		return d, 0, fmt.Errorf("%w: cost %d is negative (key %.64q)", ErrInvalidCost, op.Cost, op.Key)
+	case len(op.Limits) == 0:
+		return d, 0, fmt.Errorf("%w: no limits (key %.64q)", ErrInvalidOp, op.Key)
+	case len(states) != len(op.Limits):
+		return d, 0, fmt.Errorf("%w: %d states for %d limits", ErrInvalidOp, len(states), len(op.Limits))
+	}
+	if len(states) == 1 {
+		return step1(op, now, &states[0])
+	}
+	shapes := make([]shape, len(op.Limits))
+	for i := range op.Limits {
+		if err = op.Limits[i].compile(&shapes[i]); err != nil {
+			return d, 0, err
+		}
+	}
+	vs := make([]verdict, len(shapes))
+	allowed := true
+	for i := range shapes {
+		vs[i] = shapes[i].first(&states[i], op, now)
+		allowed = allowed && vs[i].ok
+	}
+	for i := range shapes {
+		if op.Kind != Take || allowed {
+			shapes[i].second(&states[i], &vs[i], op, now)
+		} else {
+			vs[i].remaining, vs[i].reset = shapes[i].report(&states[i], now)
+		}
+		if r := micros(vs[i].reset); r > keep {
+			keep = r
+		}
+	}
+	return decide(op, vs), keep, nil
+}
+
+// step1 is Step for a single limit, without the bookkeeping of several.
+func step1(op *Op, now int64, st *State) (d Decision, keep time.Duration, err error) {
+	var sh shape
+	if err = op.Limits[0].compile(&sh); err != nil {
+		return d, 0, err
+	}
+	v := sh.first(st, op, now)
+	if op.Kind != Take || v.ok {
+		sh.second(st, &v, op, now)
+	} else {
+		v.remaining, v.reset = sh.report(st, now)
+	}
+	d = Decision{
+		Allowed:    v.ok,
+		Cost:       op.Cost,
+		Limit:      op.Limits[0],
+		Remaining:  v.remaining,
+		ResetAfter: micros(v.reset),
+	}
+	if v.ok {
+		d.Delay = micros(v.delay)
+	} else {
+		d.RetryAfter = micros(v.retry)
+	}
+	return d, d.ResetAfter, nil
+}
+
+// verdict is one limit's part of a decision, in microseconds.
+type verdict struct {
+	ok               bool
+	retry            int64 // when !ok: until the cost could pass, -1 for never
+	delay            int64 // LeakyBucket queueing delay when ok
+	remaining, reset int64 // after the operation
+}
+
+// first brings st up to now and, for Take and Peek, checks the cost.
+func (sh *shape) first(st *State, op *Op, now int64) verdict {
+	if st.Ident != sh.id {
+		sh.fresh(st, now)
+	}
+	sh.roll(st, now)
+	if op.Kind != Take && op.Kind != Peek {
+		return verdict{ok: true}
+	}
+	return sh.verdict(st, now, op.Cost)
+}
+
+// second applies the change of an operation that goes ahead (an allowed
+// Take, or any Charge, Refund or Reset) and reports the state after it.
+// Charge, Refund and Reset then report as a Peek of cost 0 would.
+func (sh *shape) second(st *State, v *verdict, op *Op, now int64) {
+	switch op.Kind {
+	case Take:
+		sh.add(st, now, op.Cost)
+	case Charge:
+		sh.add(st, now, op.Cost)
+	case Refund:
+		sh.add(st, now, -op.Cost)
+	case Reset:
+		sh.fresh(st, now)
+	}
+	if op.Kind >= Charge {
+		*v = sh.verdict(st, now, 0)
+		v.delay = 0
+	}
+	v.remaining, v.reset = sh.report(st, now)
+}
+
+func (sh *shape) verdict(st *State, now, c int64) verdict {
+	ok, retry, delay := sh.need(st, now, c)
+	if !ok {
+		delay = 0
+	}
+	return verdict{ok: ok, retry: retry, delay: delay}
+}
+
+// decide assembles the Decision over several limits: all or nothing, with
+// the binding limit the denying one with the longest retry or, when allowed,
+// the one with the least remaining (then the longest reset).
+func decide(op *Op, vs []verdict) Decision {
+	d := Decision{Cost: op.Cost, Allowed: true, States: make([]LimitState, len(vs))}
+	for _, v := range vs {
+		d.Allowed = d.Allowed && v.ok
+	}
+	bind := -1
+	for i, v := range vs {
+		d.States[i] = LimitState{Limit: op.Limits[i], Allowed: v.ok, Remaining: v.remaining, ResetAfter: micros(v.reset)}
+		if !v.ok {
+			d.States[i].RetryAfter = micros(v.retry)
+		}
+		if d.Allowed {
+			d.Delay = max(d.Delay, micros(v.delay))
+			if bind < 0 || v.remaining < vs[bind].remaining || (v.remaining == vs[bind].remaining && v.reset > vs[bind].reset) {
+				bind = i
+			}
+		} else if !v.ok && (bind < 0 || longer(v.retry, vs[bind].retry)) {
+			bind = i
+		}
+	}
+	b := vs[bind]
+	d.Limit, d.Remaining, d.ResetAfter = op.Limits[bind], b.remaining, micros(b.reset)
+	if !d.Allowed {
+		d.RetryAfter = micros(b.retry)
+	}
+	return d
+}
+
+// longer reports whether retry a (µs, -1 for never) is longer than b.
+func longer(a, b int64) bool { return b >= 0 && (a < 0 || a > b) }
+
+// micros converts µs to a Duration; -1 means Never.
+func micros(us int64) time.Duration {
+	if us < 0 {
+		return Never
+	}
+	return time.Duration(us) * time.Microsecond
+}

@@ -1,0 +1,50 @@
+package core
+
+import "math/bits"
+
+// TokenBucket, in ticks. State: A = tokens × P (in ticks), so that a refill
+// of Q per P is Q per tick, exactly; B = last refill tick. Full = B·P.
+
+func tokenRoll(sh *shape, st *State, now int64) {
+	full := sh.cap * sh.pt
+	st.A = min(st.A, full) // Burst lowered since the state was written
+	tt := sh.tt
+	if tt <= st.B {
+		return // no time passed, or a clock that stepped back
+	}
+	// Refill el·Q, up to full; el·Q is compared without overflow.
+	if hi, lo := bits.Mul64(uint64(tt-st.B), uint64(sh.q)); hi != 0 || lo >= uint64(full-st.A) {
+		st.A = full
+	} else {
+		st.A += int64(lo)
+	}
+	st.B = tt
+}
+
+// tokenNeed: tokens ≥ c, i.e. A ≥ c·P; else wait ⌈(c·P − A)/Q⌉ ticks.
+func tokenNeed(sh *shape, st *State, now, c int64) (bool, int64) {
+	if st.A >= c*sh.pt {
+		return true, 0
+	}
+	return false, (st.B+ceilDiv(c*sh.pt-st.A, sh.q))*sh.tick - now
+}
+
+// tokenAdd takes d tokens (a charge may go into debt, down to
+// full − debtCap·P) or gives them back (a refund, up to full).
+func tokenAdd(sh *shape, st *State, d int64) {
+	full := sh.cap * sh.pt
+	if d > 0 {
+		st.A = max(st.A-d*sh.pt, full-sh.debtCap()*sh.pt)
+		return
+	}
+	st.A = min(st.A-d*sh.pt, full)
+}
+
+func tokenReport(sh *shape, st *State, now int64) (int64, int64) {
+	full := sh.cap * sh.pt
+	rem := max(floorDiv(st.A, sh.pt), 0)
+	if st.A >= full {
+		return rem, 0
+	}
+	return rem, (st.B+ceilDiv(full-st.A, sh.q))*sh.tick - now
+}

@@ -1,0 +1,3 @@
+module github.com/tollgate/tollgate
+
+go 1.25
