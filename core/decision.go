@@ -24,6 +24,8 @@ type LimitState struct {
 	// RetryAfter is, when this limit denies, how long until the same cost
 	// could pass it (Never when the cost exceeds its capacity); else 0.
 	RetryAfter time.Duration
+	// Delay is, for an admitted LeakyBucket cost, its queueing delay.
+	Delay time.Duration
 }
 
 // A Decision is the outcome of one operation over one key's limits.
@@ -66,5 +68,5 @@ func (d *Decision) Each(fn func(LimitState)) {
 		}
 		return
 	}
-	fn(LimitState{Limit: d.Limit, Allowed: d.Allowed, Remaining: d.Remaining, ResetAfter: d.ResetAfter, RetryAfter: d.RetryAfter})
+	fn(LimitState{Limit: d.Limit, Allowed: d.Allowed, Remaining: d.Remaining, ResetAfter: d.ResetAfter, RetryAfter: d.RetryAfter, Delay: d.Delay})
 }

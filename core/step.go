@@ -134,39 +134,57 @@ func (sh *shape) verdict(st *State, now, c int64) verdict {
 	return verdict{ok: ok, retry: retry, delay: delay}
 }
 
-// decide assembles the Decision over several limits: all or nothing, with
-// the binding limit the denying one with the longest retry or, when allowed,
-// the one with the least remaining (then the longest reset).
+// decide converts the verdicts of several limits to LimitStates and
+// combines them.
 func decide(op *Op, vs []verdict) Decision {
-	d := Decision{Cost: op.Cost, Allowed: true, States: make([]LimitState, len(vs))}
-	for _, v := range vs {
-		d.Allowed = d.Allowed && v.ok
+	ls := make([]LimitState, len(vs))
+	for i, v := range vs {
+		ls[i] = LimitState{Limit: op.Limits[i], Allowed: v.ok, Remaining: v.remaining, ResetAfter: micros(v.reset)}
+		if v.ok {
+			ls[i].Delay = micros(v.delay)
+		} else {
+			ls[i].RetryAfter = micros(v.retry)
+		}
+	}
+	return Combine(op, ls)
+}
+
+// Combine assembles the Decision of op from the states of its limits, in
+// the order of op.Limits, for stores that compute each limit's state
+// themselves (the Redis store's Lua does). It is all or nothing: Allowed
+// when every limit allows. The binding limit is, when denied, the denying
+// one with the longest RetryAfter; when allowed, the one with the least
+// Remaining, then the longest ResetAfter. States is ls when there are
+// several limits, nil for one. Combine keeps ls.
+func Combine(op *Op, ls []LimitState) Decision {
+	d := Decision{Cost: op.Cost, Allowed: true}
+	if len(ls) == 0 {
+		return d
+	}
+	for _, s := range ls {
+		d.Allowed = d.Allowed && s.Allowed
 	}
 	bind := -1
-	for i, v := range vs {
-		d.States[i] = LimitState{Limit: op.Limits[i], Allowed: v.ok, Remaining: v.remaining, ResetAfter: micros(v.reset)}
-		if !v.ok {
-			d.States[i].RetryAfter = micros(v.retry)
-		}
+	for i, s := range ls {
 		if d.Allowed {
-			d.Delay = max(d.Delay, micros(v.delay))
-			if bind < 0 || v.remaining < vs[bind].remaining || (v.remaining == vs[bind].remaining && v.reset > vs[bind].reset) {
+			d.Delay = max(d.Delay, s.Delay)
+			if bind < 0 || s.Remaining < ls[bind].Remaining || (s.Remaining == ls[bind].Remaining && s.ResetAfter > ls[bind].ResetAfter) {
 				bind = i
 			}
-		} else if !v.ok && (bind < 0 || longer(v.retry, vs[bind].retry)) {
+		} else if !s.Allowed && (bind < 0 || s.RetryAfter > ls[bind].RetryAfter) {
 			bind = i
 		}
 	}
-	b := vs[bind]
-	d.Limit, d.Remaining, d.ResetAfter = op.Limits[bind], b.remaining, micros(b.reset)
+	b := ls[bind]
+	d.Limit, d.Remaining, d.ResetAfter = b.Limit, b.Remaining, b.ResetAfter
 	if !d.Allowed {
-		d.RetryAfter = micros(b.retry)
+		d.RetryAfter = b.RetryAfter
+	}
+	if len(ls) > 1 {
+		d.States = ls
 	}
 	return d
 }
-
-// longer reports whether retry a (µs, -1 for never) is longer than b.
-func longer(a, b int64) bool { return b >= 0 && (a < 0 || a > b) }
 
 // micros converts µs to a Duration; -1 means Never.
 func micros(us int64) time.Duration {
