@@ -154,13 +154,12 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
 	sh.mu.Lock()
 	e := sh.m[key]
-	if e == nil {
+	if e == nil || len(e.states) != len(op.Limits) {
+		// A new key, or one whose number of limits changed: decide on
+		// fresh states, which replace the entry only on success.
 		d, err := s.applyNew(sh, key, &op, now)
 		sh.mu.Unlock()
 		return d, err
-	}
-	if len(e.states) != len(op.Limits) {
-		e.setLen(len(op.Limits))
 	}
 	d, keep, err := core.Step(&op, now, e.states)
 	if err == nil {
@@ -174,8 +173,8 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	return d, err
 }
 
-// applyNew applies op to a key with no entry: on scratch states, stored only
-// if they differ from fresh ones afterwards. sh.mu is held.
+// applyNew applies op to fresh scratch states, which replace key's entry
+// (if any) when they differ from fresh ones afterwards. sh.mu is held.
 func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
 	var buf [4]core.State
 	var states []core.State
@@ -185,10 +184,14 @@ func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.De
 		states = make([]core.State, len(op.Limits))
 	}
 	d, keep, err := core.Step(op, now, states)
-	if err != nil || keep == 0 {
+	if err != nil {
 		return d, err
 	}
-	if len(sh.m) >= s.perShard {
+	if keep == 0 {
+		delete(sh.m, key)
+		return d, nil
+	}
+	if _, ok := sh.m[key]; !ok && len(sh.m) >= s.perShard {
 		s.evict(sh, now)
 	}
 	e := &entry{expires: now + int64(keep/time.Microsecond)}

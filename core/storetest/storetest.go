@@ -1,0 +1,335 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// Factory returns a new, empty store for one subtest. The suite closes it.
+type Factory func(t *testing.T) core.Store
+
+// Options tune Run for slower stores.
+type Options struct {
+	// Traces is the number of randomized traces. Default: 60.
+	Traces int
+	// Goroutines and Attempts size the no-over-admission test.
+	// Defaults: 50 goroutines × 1000 attempts.
+	Goroutines, Attempts int
+}
+
+// Epoch is the fake clock's start: 2026-01-01T00:00:00Z plus 0.123456 s, so
+// that windows do not begin exactly on it.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 123456000, time.UTC)
+
+// Run runs the whole suite with default Options.
+func Run(t *testing.T, newStore Factory) { RunWithOptions(t, newStore, Options{}) }
+
+// RunWithOptions runs the whole suite.
+func RunWithOptions(t *testing.T, newStore Factory, o Options) {
+	if o.Traces <= 0 {
+		o.Traces = 60
+	}
+	if o.Goroutines <= 0 {
+		o.Goroutines = 50
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 1000
+	}
+	open := func(t *testing.T) core.Store {
+		t.Helper()
+		s := newStore(t)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	t.Run("every algorithm and operation matches core.Step", func(t *testing.T) {
+		for _, alg := range core.Algorithms() {
+			t.Run(alg.String(), func(t *testing.T) {
+				st := open(t)
+				rng := rand.New(rand.NewPCG(uint64(alg)+1, 7))
+				for i := 0; i < 4; i++ {
+					tr := newTrace(rng, []core.Limit{randomLimit(rng, alg)}, 120)
+					tr.check(t, st, fmt.Sprintf("%s-%d", alg, i))
+				}
+			})
+		}
+	})
+	t.Run("randomized multi-limit traces match core.Step", func(t *testing.T) {
+		st := open(t)
+		rng := rand.New(rand.NewPCG(42, 43))
+		for i := 0; i < o.Traces; i++ {
+			n := 1 + rng.IntN(3)
+			ls := make([]core.Limit, n)
+			for j := range ls {
+				ls[j] = randomLimit(rng, core.Algorithm(rng.IntN(len(core.Algorithms()))))
+			}
+			tr := newTrace(rng, ls, 80)
+			tr.check(t, st, fmt.Sprintf("trace-%d", i))
+		}
+	})
+	t.Run("keys are independent", func(t *testing.T) { testIndependentKeys(t, open(t)) })
+	t.Run("invalid input is an error and changes nothing", func(t *testing.T) { testInvalid(t, open(t)) })
+	t.Run("keys of any bytes are safe and distinct", func(t *testing.T) { testOddKeys(t, open(t)) })
+	t.Run("concurrent callers are admitted exactly the quota", func(t *testing.T) {
+		testNoOverAdmission(t, open, o.Goroutines, o.Attempts)
+	})
+	t.Run("apply after close is an error", func(t *testing.T) {
+		st := newStore(t)
+		if err := st.Close(); err != nil {
+			t.Fatalf("Close() = %v", err)
+		}
+		_, err := st.Apply(context.Background(), core.Op{Key: "k", Limits: []core.Limit{core.PerSecond(1)}, Cost: 1, Now: Epoch})
+		if !errors.Is(err, core.ErrClosed) {
+			t.Errorf("Apply after Close: err = %v, want one wrapping core.ErrClosed", err)
+		}
+	})
+}
+
+// randomLimit returns a valid limit of algorithm alg, with sizes from tiny to
+// huge (huge ones compute on a coarse tick).
+func randomLimit(rng *rand.Rand, alg core.Algorithm) core.Limit {
+	periods := []time.Duration{time.Millisecond, 7 * time.Millisecond, 100 * time.Millisecond, time.Second, 1500 * time.Millisecond, time.Minute, time.Hour, 24 * time.Hour}
+	quotas := []int64{1, 2, 3, 5, 7, 10, 60, 100, 1000, 1_000_000, 1_000_000_000}
+	for {
+		l := core.Limit{
+			Quota:     quotas[rng.IntN(len(quotas))],
+			Period:    periods[rng.IntN(len(periods))],
+			Algorithm: alg,
+		}
+		if rng.IntN(3) == 0 {
+			l.Burst = 1 + rng.Int64N(2*l.Quota)
+		}
+		if alg == core.BucketedWindow {
+			divs := []int64{1, 2, 3, 4, 5, 10, 60}
+			l.Precision = l.Period / time.Duration(divs[rng.IntN(len(divs))])
+		}
+		if l.Validate() == nil {
+			return l
+		}
+	}
+}
+
+// step is one operation of a trace.
+type step struct {
+	key  string
+	kind core.Kind
+	cost int64
+	now  time.Time
+}
+
+type trace struct {
+	limits []core.Limit
+	steps  []step
+}
+
+func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
+	tr := trace{limits: limits}
+	minP := limits[0].Period
+	for _, l := range limits {
+		minP = min(minP, l.Period)
+	}
+	now := Epoch.Add(time.Duration(rng.Int64N(int64(time.Hour))))
+	keys := []string{"a", "b", "a:b"}
+	for range n {
+		// Time only moves forward: a store may forget a key once its state
+		// is fully replenished, which is the same as keeping it only for a
+		// clock that does not step back.
+		switch r := rng.IntN(20); {
+		case r < 8: // often no time passes: bursts
+		case r < 15:
+			now = now.Add(time.Duration(rng.Int64N(int64(minP)/3 + 1)))
+		case r < 19:
+			now = now.Add(time.Duration(rng.Int64N(int64(minP)*2 + 1)))
+		default:
+			now = now.Add(time.Duration(rng.Int64N(int64(30 * 24 * time.Hour))))
+		}
+		now = now.Truncate(time.Microsecond)
+		cp := limits[0].Capacity()
+		costs := []int64{0, 1, 1, 1, 2, 3, cp, cp + 1, max(cp/2, 1)}
+		s := step{key: keys[rng.IntN(len(keys))], kind: core.Take, cost: costs[rng.IntN(len(costs))], now: now}
+		switch r := rng.IntN(20); {
+		case r < 2:
+			s.kind = core.Peek
+		case r < 4:
+			s.kind = core.Charge
+			s.cost = []int64{1, 10, cp * 3, math.MaxInt64}[rng.IntN(4)]
+		case r < 6:
+			s.kind = core.Refund
+			s.cost = []int64{1, 5, cp, math.MaxInt64}[rng.IntN(4)]
+		case r < 7:
+			s.kind = core.Reset
+			s.cost = 0
+		}
+		tr.steps = append(tr.steps, s)
+	}
+	return tr
+}
+
+// check runs the trace on st (keys prefixed by name, so traces sharing a
+// store do not meet) and compares every Decision with core.Step's.
+func (tr trace) check(t *testing.T, st core.Store, name string) {
+	t.Helper()
+	ref := map[string][]core.State{}
+	ctx := context.Background()
+	for i, s := range tr.steps {
+		op := core.Op{Kind: s.kind, Key: name + "/" + s.key, Limits: tr.limits, Cost: s.cost, Now: s.now}
+		states, ok := ref[s.key]
+		if !ok {
+			states = make([]core.State, len(tr.limits))
+			ref[s.key] = states
+		}
+		want, _, werr := core.Step(&op, s.now.UnixMicro(), states)
+		got, gerr := st.Apply(ctx, op)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("%s step %d: %s(%q, cost %d) at %v: err = %v, want %v (limits %v)", name, i, s.kind, s.key, s.cost, s.now, gerr, werr, tr.limits)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s step %d: %s(%q, cost %d) at +%v:\n got %+v\nwant %+v\nlimits %v\n%s", name, i, s.kind, s.key, s.cost, s.now.Sub(Epoch), got, want, tr.limits, tr.history(i))
+		}
+	}
+}
+
+// history describes the steps up to i of the key of step i.
+func (tr trace) history(i int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "steps on key %q so far:\n", tr.steps[i].key)
+	for j, s := range tr.steps[:i+1] {
+		if s.key == tr.steps[i].key {
+			fmt.Fprintf(&b, "  %3d %-6s cost %-20d at +%v\n", j, s.kind, s.cost, s.now.Sub(Epoch))
+		}
+	}
+	return b.String()
+}
+
+func testIndependentKeys(t *testing.T, st core.Store) {
+	ctx := context.Background()
+	lim := []core.Limit{core.PerMinute(2)}
+	take := func(key string) core.Decision {
+		t.Helper()
+		d, err := st.Apply(ctx, core.Op{Key: key, Limits: lim, Cost: 1, Now: Epoch})
+		if err != nil {
+			t.Fatalf("Apply(%q) error: %v", key, err)
+		}
+		return d
+	}
+	for _, k := range []string{"x", "x", "x"} {
+		take(k)
+	}
+	for _, k := range []string{"y", "x:", "X", "x ", " x", "xx"} {
+		if d := take(k); !d.Allowed || d.Remaining != 1 {
+			t.Errorf("first Take of %q after 3 of %q = %+v, want allowed with 1 remaining", k, "x", d)
+		}
+	}
+}
+
+func testInvalid(t *testing.T, st core.Store) {
+	ctx := context.Background()
+	good := []core.Limit{core.PerMinute(5)}
+	bad := []struct {
+		name string
+		op   core.Op
+		want error
+	}{
+		{"negative cost", core.Op{Key: "k", Limits: good, Cost: -1}, core.ErrInvalidCost},
+		{"empty key", core.Op{Key: "", Limits: good, Cost: 1}, core.ErrInvalidKey},
+		{"no limits", core.Op{Key: "k", Cost: 1}, core.ErrInvalidOp},
+		{"unknown kind", core.Op{Kind: 99, Key: "k", Limits: good, Cost: 1}, core.ErrInvalidOp},
+		{"zero quota", core.Op{Key: "k", Limits: []core.Limit{{Period: time.Second}}, Cost: 1}, core.ErrInvalidLimit},
+		{"zero period", core.Op{Key: "k", Limits: []core.Limit{{Quota: 1}}, Cost: 1}, core.ErrInvalidLimit},
+		{"one bad limit among good ones", core.Op{Key: "k", Limits: []core.Limit{core.PerMinute(5), {Quota: 1, Period: -time.Second}}, Cost: 1}, core.ErrInvalidLimit},
+		{"negative burst", core.Op{Key: "k", Limits: []core.Limit{core.PerMinute(5).WithBurst(-1)}, Cost: 1}, core.ErrInvalidLimit},
+	}
+	if _, err := st.Apply(ctx, core.Op{Key: "k", Limits: good, Cost: 2, Now: Epoch}); err != nil {
+		t.Fatalf("Take error: %v", err)
+	}
+	for _, b := range bad {
+		b.op.Now = Epoch
+		if _, err := st.Apply(ctx, b.op); !errors.Is(err, b.want) {
+			t.Errorf("%s: err = %v, want one wrapping %v", b.name, err, b.want)
+		}
+	}
+	d, err := st.Apply(ctx, core.Op{Kind: core.Peek, Key: "k", Limits: good, Now: Epoch})
+	if err != nil || d.Remaining != 3 {
+		t.Errorf("Peek after invalid ops = %+v, %v; want 3 remaining, as before them", d, err)
+	}
+}
+
+func testOddKeys(t *testing.T, st core.Store) {
+	ctx := context.Background()
+	keys := []string{
+		"with space", "{braces}", "}{", "{", "}", "new\nline", "nul\x00byte", "ünïcödé ✓", "\xff\xfe invalid utf-8",
+		strings.Repeat("k", 10<<10), strings.Repeat("k", 10<<10) + "!", strings.Repeat("{", 300),
+	}
+	lim := []core.Limit{core.PerHour(len64(keys) + 1).WithAlgorithm(core.FixedWindow)}
+	for i, k := range keys {
+		// Key i takes i+1 units; every key must then show its own usage.
+		if _, err := st.Apply(ctx, core.Op{Key: k, Limits: lim, Cost: int64(i + 1), Now: Epoch}); err != nil {
+			t.Fatalf("Take(%.40q) error: %v", k, err)
+		}
+	}
+	for i, k := range keys {
+		d, err := st.Apply(ctx, core.Op{Kind: core.Peek, Key: k, Limits: lim, Now: Epoch})
+		if err != nil {
+			t.Fatalf("Peek(%.40q) error: %v", k, err)
+		}
+		if want := lim[0].Quota - int64(i+1); d.Remaining != want {
+			t.Errorf("Peek(%.40q).Remaining = %d, want %d", k, d.Remaining, want)
+		}
+	}
+}
+
+func len64[T any](s []T) int64 { return int64(len(s)) }
+
+// testNoOverAdmission hammers one key from many goroutines at a frozen
+// instant, where every algorithm admits exactly ⌊capacity / cost⌋.
+func testNoOverAdmission(t *testing.T, open func(*testing.T) core.Store, goroutines, attempts int) {
+	for _, alg := range core.Algorithms() {
+		for _, cost := range []int64{1, 3} {
+			t.Run(fmt.Sprintf("%s cost %d", alg, cost), func(t *testing.T) {
+				st := open(t)
+				l := core.Per(500, time.Hour).WithAlgorithm(alg)
+				if alg.String() == "bucketed-window" {
+					l.Precision = time.Minute
+				}
+				want := l.Capacity() / cost
+				var admitted atomic.Int64
+				var wg sync.WaitGroup
+				errs := make(chan error, goroutines)
+				for range goroutines {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range attempts {
+							d, err := st.Apply(context.Background(), core.Op{Key: "hot", Limits: []core.Limit{l}, Cost: cost, Now: Epoch})
+							if err != nil {
+								errs <- err
+								return
+							}
+							if d.Allowed {
+								admitted.Add(1)
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Fatalf("Apply error: %v", err)
+				}
+				if got := admitted.Load(); got != want {
+					t.Errorf("%d goroutines × %d attempts of cost %d admitted %d, want exactly %d", goroutines, attempts, cost, got, want)
+				}
+			})
+		}
+	}
+}
