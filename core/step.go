@@ -31,18 +31,25 @@ func Step(op *Op, now int64, states []State) (d Decision, keep time.Duration, er
 		return d, 0, fmt.Errorf("%w: %d states for %d limits", ErrInvalidOp, len(states), len(op.Limits))
 	}
 	if len(states) == 1 {
-		return step1(op, now, &states[0])
+		keep, err = step1(op, now, &states[0], &d)
+		return d, keep, err
 	}
-	shapes := make([]shape, len(op.Limits))
+	var sbuf [4]shape
+	var vbuf [4]verdict
+	shapes, vs := sbuf[:0], vbuf[:0]
+	if n := len(op.Limits); n <= len(sbuf) {
+		shapes, vs = sbuf[:n], vbuf[:n]
+	} else {
+		shapes, vs = make([]shape, n), make([]verdict, n)
+	}
 	for i := range op.Limits {
 		if err = op.Limits[i].compile(&shapes[i]); err != nil {
 			return d, 0, err
 		}
 	}
-	vs := make([]verdict, len(shapes))
 	allowed := true
 	for i := range shapes {
-		vs[i] = shapes[i].first(&states[i], op, now)
+		shapes[i].first(&states[i], op, now, &vs[i])
 		allowed = allowed && vs[i].ok
 	}
 	for i := range shapes {
@@ -59,30 +66,30 @@ func Step(op *Op, now int64, states []State) (d Decision, keep time.Duration, er
 }
 
 // step1 is Step for a single limit, without the bookkeeping of several.
-func step1(op *Op, now int64, st *State) (d Decision, keep time.Duration, err error) {
+// It writes the Decision to d, which is zero.
+func step1(op *Op, now int64, st *State, d *Decision) (time.Duration, error) {
 	var sh shape
-	if err = op.Limits[0].compile(&sh); err != nil {
-		return d, 0, err
+	if err := op.Limits[0].compile(&sh); err != nil {
+		return 0, err
 	}
-	v := sh.first(st, op, now)
+	var v verdict
+	sh.first(st, op, now, &v)
 	if op.Kind != Take || v.ok {
 		sh.second(st, &v, op, now)
 	} else {
 		v.remaining, v.reset = sh.report(st, now)
 	}
-	d = Decision{
-		Allowed:    v.ok,
-		Cost:       op.Cost,
-		Limit:      op.Limits[0],
-		Remaining:  v.remaining,
-		ResetAfter: micros(v.reset),
-	}
+	d.Allowed = v.ok
+	d.Cost = op.Cost
+	d.Limit = op.Limits[0]
+	d.Remaining = v.remaining
+	d.ResetAfter = micros(v.reset)
 	if v.ok {
 		d.Delay = micros(v.delay)
 	} else {
 		d.RetryAfter = micros(v.retry)
 	}
-	return d, d.ResetAfter, nil
+	return d.ResetAfter, nil
 }
 
 // verdict is one limit's part of a decision, in microseconds.
@@ -93,16 +100,17 @@ type verdict struct {
 	remaining, reset int64 // after the operation
 }
 
-// first brings st up to now and, for Take and Peek, checks the cost.
-func (sh *shape) first(st *State, op *Op, now int64) verdict {
+// first brings st up to now and, for Take and Peek, checks the cost into v.
+func (sh *shape) first(st *State, op *Op, now int64, v *verdict) {
 	if st.Ident != sh.id {
 		sh.fresh(st, now)
 	}
 	sh.roll(st, now)
 	if op.Kind != Take && op.Kind != Peek {
-		return verdict{ok: true}
+		v.ok = true
+		return
 	}
-	return sh.verdict(st, now, op.Cost)
+	sh.check(st, now, op.Cost, v)
 }
 
 // second applies the change of an operation that goes ahead (an allowed
@@ -120,18 +128,18 @@ func (sh *shape) second(st *State, v *verdict, op *Op, now int64) {
 		sh.fresh(st, now)
 	}
 	if op.Kind >= Charge {
-		*v = sh.verdict(st, now, 0)
+		sh.check(st, now, 0, v)
 		v.delay = 0
 	}
 	v.remaining, v.reset = sh.report(st, now)
 }
 
-func (sh *shape) verdict(st *State, now, c int64) verdict {
-	ok, retry, delay := sh.need(st, now, c)
-	if !ok {
-		delay = 0
+// check sets v's verdict on cost c.
+func (sh *shape) check(st *State, now, c int64, v *verdict) {
+	v.ok, v.retry, v.delay = sh.need(st, now, c)
+	if !v.ok {
+		v.delay = 0
 	}
-	return verdict{ok: ok, retry: retry, delay: delay}
 }
 
 // decide converts the verdicts of several limits to LimitStates and

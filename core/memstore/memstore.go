@@ -33,7 +33,9 @@ type Store struct {
 	shards    []shard
 	mask      uint64
 	seed      maphash.Seed
-	clock     core.Clock
+	clock     core.Clock // nil: the monotonic clock below
+	base      time.Time  // wall and monotonic reading at New
+	baseMicro int64      // base in Unix µs
 	perShard  int
 	maxKeyLen int
 
@@ -90,7 +92,9 @@ func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweep = d } }
 
 // WithClock sets the clock used for operations whose Op.Now is zero, and by
-// the sweeper. Default: time.Now.
+// the sweeper. Default: the monotonic clock, read as the wall time at New
+// plus the monotonic time elapsed since (one clock read instead of
+// time.Now's two, and immune to steps of the wall clock).
 func WithClock(clock core.Clock) Option { return func(c *config) { c.clock = clock } }
 
 // New returns an in-memory store and starts its sweeper.
@@ -98,9 +102,6 @@ func New(opts ...Option) *Store {
 	c := config{maxKeys: DefaultMaxKeys, maxKeyLen: DefaultMaxKeyLen, sweep: DefaultSweepInterval}
 	for _, o := range opts {
 		o(&c)
-	}
-	if c.clock == nil {
-		c.clock = core.SystemClock()
 	}
 	c.maxKeys = max(c.maxKeys, 1)
 	c.maxKeyLen = max(c.maxKeyLen, 1)
@@ -119,11 +120,13 @@ func New(opts ...Option) *Store {
 		mask:      uint64(n - 1),
 		seed:      maphash.MakeSeed(),
 		clock:     c.clock,
+		base:      time.Now(),
 		perShard:  c.maxKeys / n,
 		maxKeyLen: c.maxKeyLen,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	s.baseMicro = s.base.UnixMicro()
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*entry)
 	}
@@ -140,11 +143,9 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	if s.closed.Load() {
 		return core.Decision{}, fmt.Errorf("memstore: %s: %w", op.Kind, core.ErrClosed)
 	}
-	var now int64
+	now := op.Now.UnixMicro()
 	if op.Now.IsZero() {
-		now = s.clock.Now().UnixMicro()
-	} else {
-		now = op.Now.UnixMicro()
+		now = s.now()
 	}
 	key := op.Key
 	if len(key) > s.maxKeyLen {
@@ -245,6 +246,14 @@ func (s *Store) evict(sh *shard, now int64) {
 	}
 }
 
+// now returns the store's time in Unix µs.
+func (s *Store) now() int64 {
+	if s.clock != nil {
+		return s.clock.Now().UnixMicro()
+	}
+	return s.baseMicro + int64(time.Since(s.base)/time.Microsecond)
+}
+
 // Len returns the number of live keys, expired ones not yet swept included.
 func (s *Store) Len() int {
 	n := 0
@@ -263,7 +272,7 @@ func (s *Store) Evictions() int64 { return s.evictions.Load() }
 // Sweep removes every expired key now and returns how many it removed.
 // The background sweeper calls it; tests and callers may too.
 func (s *Store) Sweep() int {
-	now := s.clock.Now().UnixMicro()
+	now := s.now()
 	removed := 0
 	for i := range s.shards {
 		sh := &s.shards[i]

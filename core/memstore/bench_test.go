@@ -1,0 +1,130 @@
+package memstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+)
+
+// distinctKeys returns n keys and fails the benchmark unless they are
+// pairwise distinct.
+func distinctKeys(b *testing.B, n int) []string {
+	b.Helper()
+	keys := make([]string, n)
+	seen := make(map[string]struct{}, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user-%d", i)
+		seen[keys[i]] = struct{}{}
+	}
+	if len(seen) != n {
+		b.Fatalf("%d keys but only %d distinct", n, len(seen))
+	}
+	return keys
+}
+
+func newLimiter(b *testing.B, limits ...core.Limit) (*core.Limiter, *memstore.Store) {
+	b.Helper()
+	s := memstore.New()
+	b.Cleanup(func() { s.Close() })
+	opts := make([]core.Option, len(limits))
+	for i, l := range limits {
+		opts[i] = l
+	}
+	lim, err := core.New(s, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim, s
+}
+
+func BenchmarkAllow(b *testing.B) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		limits []core.Limit
+	}{
+		{"allowed", []core.Limit{core.PerSecond(100_000_000)}},
+		{"denied", []core.Limit{core.PerHour(1)}},
+		{"gcra", []core.Limit{core.PerSecond(100_000_000).WithAlgorithm(core.GCRA)}},
+		{"three-limits", []core.Limit{core.PerSecond(100_000_000), core.PerMinute(1_000_000_000), core.PerHour(1_000_000_000).WithAlgorithm(core.GCRA)}},
+	}
+	for _, c := range cases {
+		b.Run("hotkey/"+c.name, func(b *testing.B) {
+			lim, _ := newLimiter(b, c.limits...)
+			lim.Allow(ctx, "hot")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := lim.Allow(ctx, "hot"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("keys=10k/round-robin", func(b *testing.B) {
+		lim, s := newLimiter(b, core.PerSecond(100_000_000))
+		keys := distinctKeys(b, 10_000)
+		for _, k := range keys {
+			lim.Allow(ctx, k)
+		}
+		if s.Len() != len(keys) {
+			b.Fatalf("store holds %d keys, want %d", s.Len(), len(keys))
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			lim.Allow(ctx, keys[i])
+			if i++; i == len(keys) {
+				i = 0
+			}
+		}
+	})
+	b.Run("keys=100k/parallel", func(b *testing.B) {
+		lim, s := newLimiter(b, core.PerSecond(100_000_000))
+		keys := distinctKeys(b, 100_000)
+		for _, k := range keys {
+			lim.Allow(ctx, k)
+		}
+		if s.Len() != len(keys) {
+			b.Fatalf("store holds %d keys, want %d", s.Len(), len(keys))
+		}
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(next.Add(7919)) % len(keys)
+			for pb.Next() {
+				lim.Allow(ctx, keys[i])
+				if i++; i == len(keys) {
+					i = 0
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkStep measures the engine alone, without the store or the clock.
+func BenchmarkStep(b *testing.B) {
+	for _, alg := range core.Algorithms() {
+		b.Run(alg.String(), func(b *testing.B) {
+			l := core.PerSecond(100_000_000).WithAlgorithm(alg)
+			if alg == core.SlidingLog {
+				l = core.PerSecond(core.MaxLogQuota)
+			}
+			op := core.Op{Key: "k", Limits: []core.Limit{l}, Cost: 1}
+			states := make([]core.State, 1)
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+			b.ReportAllocs()
+			for b.Loop() {
+				now++
+				if _, _, err := core.Step(&op, now, states); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+	"unsafe"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// manualClock is a clock tests move by hand.
+type manualClock struct{ t time.Time }
+
+func (c *manualClock) Now() time.Time { return c.t }
+
+var epoch = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func take(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decision {
+	t.Helper()
+	d, err := s.Apply(context.Background(), core.Op{Key: key, Limits: limits, Cost: 1})
+	if err != nil {
+		t.Fatalf("Apply(%.40q) error: %v", key, err)
+	}
+	return d
+}
+
+func TestFloodOfDistinctKeysStaysUnderMaxKeys(t *testing.T) {
+	const maxKeys, flood = 100_000, 1_000_000
+	clock := &manualClock{t: epoch}
+	s := New(WithMaxKeys(maxKeys), WithClock(clock), WithSweepInterval(0))
+	defer s.Close()
+	lim := core.PerHour(10)
+	var buf []byte
+	for i := range flood {
+		buf = fmt.Appendf(buf[:0], "flood-%d", i)
+		take(t, s, string(buf), lim)
+		if i%100_000 == 0 {
+			clock.t = clock.t.Add(time.Millisecond)
+			if n := s.Len(); n > maxKeys {
+				t.Fatalf("after %d keys Len() = %d, want ≤ %d", i+1, n, maxKeys)
+			}
+		}
+	}
+	if n := s.Len(); n > maxKeys || n < maxKeys/2 {
+		t.Errorf("after %d distinct keys Len() = %d, want ≤ %d (and not far below)", flood, n, maxKeys)
+	}
+	if ev := s.Evictions(); ev < flood-maxKeys {
+		t.Errorf("Evictions() = %d, want ≥ %d", ev, flood-maxKeys)
+	}
+	// A recently used key survives a flood better than the flood's own keys:
+	// eviction prefers the keys closest to expiry.
+	d := take(t, s, fmt.Sprintf("flood-%d", flood-1), lim)
+	if d.Remaining != 8 {
+		t.Errorf("the newest flood key lost its state: Remaining = %d, want 8", d.Remaining)
+	}
+}
+
+func TestMemoryPerKey(t *testing.T) {
+	const n = 200_000
+	measure := func(limits ...core.Limit) float64 {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s := New(WithSweepInterval(0), WithMaxKeys(n))
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("user:%08d", i)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for _, k := range keys {
+			take(t, s, k, limits...)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(s)
+		runtime.KeepAlive(keys)
+		s.Close()
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	one := measure(core.PerMinute(100))
+	three := measure(core.PerSecond(10), core.PerMinute(120), core.PerHour(240))
+	t.Logf("memory per key (%d keys of 13 bytes): one limit %.0f B, three limits %.0f B", n, one, three)
+	if one > 512 || three > 1024 {
+		t.Errorf("memory per key: one limit %.0f B, three limits %.0f B; want ≤ 512 and ≤ 1024", one, three)
+	}
+}
+
+func TestLongKeysAreHashedAndStayDistinct(t *testing.T) {
+	s := New(WithSweepInterval(0), WithMaxKeyLen(64))
+	defer s.Close()
+	lim := core.PerHour(5)
+	a := strings.Repeat("a", 10<<10)
+	b := a[:len(a)-1] + "b"
+	take(t, s, a, lim)
+	take(t, s, a, lim)
+	if d := take(t, s, b, lim); d.Remaining != 4 {
+		t.Errorf("a 10 KB key differing in its last byte shares state: Remaining = %d, want 4", d.Remaining)
+	}
+	if d := take(t, s, a, lim); d.Remaining != 2 {
+		t.Errorf("third Take of a 10 KB key: Remaining = %d, want 2", d.Remaining)
+	}
+	for k := range s.shards[0].m {
+		_ = k
+	}
+	for i := range s.shards {
+		for k := range s.shards[i].m {
+			if len(k) > 64 {
+				t.Errorf("a stored key is %d bytes long, want hashed to ≤ 64", len(k))
+			}
+		}
+	}
+}
+
+// Adapters may pass keys that alias a reused buffer (fasthttp does): the
+// store must copy what it keeps.
+func TestKeysAliasingAReusedBufferAreCopied(t *testing.T) {
+	s := New(WithSweepInterval(0))
+	defer s.Close()
+	lim := core.PerHour(5)
+	buf := []byte("alice")
+	key := unsafe.String(&buf[0], len(buf))
+	take(t, s, key, lim)
+	copy(buf, "mallo")
+	if d := take(t, s, "alice", lim); d.Remaining != 3 {
+		t.Errorf("after the caller's buffer changed, alice's Remaining = %d, want 3", d.Remaining)
+	}
+}
+
+func TestExpiredKeysAreSweptAndCloseStopsTheSweeper(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(WithSweepInterval(time.Second)) // synctest's fake time drives time.Now
+		take(t, s, "a", core.PerSecond(5))
+		take(t, s, "b", core.PerMinute(5))
+		if n := s.Len(); n != 2 {
+			t.Fatalf("Len() = %d, want 2", n)
+		}
+		time.Sleep(2500 * time.Millisecond) // "a" is replenished after 2 s (sliding window), swept at the next tick
+		synctest.Wait()
+		if n := s.Len(); n != 1 {
+			t.Errorf("after 2.5 s Len() = %d, want 1 (the per-second key swept)", n)
+		}
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		if n := s.Len(); n != 0 {
+			t.Errorf("after 3 min Len() = %d, want 0", n)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close() = %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("second Close() = %v", err)
+		}
+		// synctest fails the test if the sweeper goroutine is still running.
+	})
+}
+
+func TestFullyReplenishedKeysAreDropped(t *testing.T) {
+	clock := &manualClock{t: epoch}
+	s := New(WithSweepInterval(0), WithClock(clock))
+	defer s.Close()
+	lim := core.PerMinute(5).WithAlgorithm(core.GCRA)
+	ctx := context.Background()
+	take(t, s, "k", lim)
+	if _, err := s.Apply(ctx, core.Op{Kind: core.Refund, Key: "k", Limits: []core.Limit{lim}, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Len(); n != 0 {
+		t.Errorf("after a full refund Len() = %d, want 0", n)
+	}
+	if _, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: "new", Limits: []core.Limit{lim}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Len(); n != 0 {
+		t.Errorf("a Peek of an unknown key stored it: Len() = %d, want 0", n)
+	}
+}
+
+func TestHotPathAllocatesNothing(t *testing.T) {
+	s := New(WithSweepInterval(0))
+	defer s.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		limit core.Limit
+	}{
+		{"allowed", core.PerSecond(1 << 30)},
+		{"denied", core.PerHour(1)},
+	} {
+		for _, alg := range []core.Algorithm{core.SlidingWindow, core.FixedWindow, core.TokenBucket, core.GCRA} {
+			op := core.Op{Key: "hot", Limits: []core.Limit{tc.limit.WithAlgorithm(alg)}, Cost: 1}
+			s.Apply(ctx, op)
+			if n := testing.AllocsPerRun(1000, func() { s.Apply(ctx, op) }); n != 0 {
+				t.Errorf("%s %s: %v allocs per Apply of an existing key, want 0", tc.name, alg, n)
+			}
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package keyfuncs
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// parseNode parses one network address as it appears in RemoteAddr, in an
+// X-Forwarded-For element, in the for= parameter of a Forwarded element
+// (unquoted) or in a single-address header. Accepted forms:
+//
+//	1.2.3.4            1.2.3.4:80          1.2.3.4:_obf
+//	2001:db8::1        fe80::1%eth0
+//	[2001:db8::1]      [2001:db8::1]:80    [fe80::1%eth0]:_obf
+//
+// A port is a decimal number not above 65535 (leading zeros allowed, as in
+// netip.ParseAddrPort), or an RFC 7239
+// obfuscated port ("_" followed by letters, digits, '.', '_' or '-'); it is
+// discarded. Brackets only enclose IPv6 addresses. The returned address has
+// no zone and is unmapped: ::ffff:1.2.3.4 becomes 1.2.3.4. Anything else,
+// including "unknown" and obfuscated identifiers such as "_hidden", is
+// rejected. parseNode allocates nothing when it succeeds.
+func parseNode(s string) (netip.Addr, bool) {
+	if s == "" {
+		return netip.Addr{}, false
+	}
+	var host string
+	var v6 bool
+	if s[0] == '[' {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return netip.Addr{}, false
+		}
+		host, v6 = s[1:end], true
+		if rest := s[end+1:]; rest != "" && (rest[0] != ':' || !validPort(rest[1:])) {
+			return netip.Addr{}, false
+		}
+	} else {
+		switch strings.Count(s, ":") {
+		case 0: // IPv4
+			host = s
+		case 1: // IPv4:port
+			i := strings.IndexByte(s, ':')
+			if !validPort(s[i+1:]) {
+				return netip.Addr{}, false
+			}
+			host = s[:i]
+		default: // bare IPv6, possibly with a zone
+			host, v6 = s, true
+		}
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil || a.Is6() != v6 {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
+}
+
+// validPort reports whether p is a decimal port (at most 65535) or an
+// RFC 7239 obfuscated port.
+func validPort(p string) bool {
+	if p == "" {
+		return false
+	}
+	if p[0] == '_' {
+		if len(p) == 1 {
+			return false
+		}
+		for i := 1; i < len(p); i++ {
+			c := p[i]
+			if !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+				return false
+			}
+		}
+		return true
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c < '0' || c > '9' {
+			return false
+		}
+		if n = n*10 + int(c-'0'); n > 65535 {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// isOWS reports whether c is optional whitespace (RFC 9110: SP or HTAB).
+func isOWS(c byte) bool { return c == ' ' || c == '\t' }
+
+// trimOWS removes leading and trailing optional whitespace.
+func trimOWS(s string) string {
+	for s != "" && isOWS(s[0]) {
+		s = s[1:]
+	}
+	for s != "" && isOWS(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,129 @@
+package keyfuncs
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+type userID string
+
+func (u userID) String() string { return "user:" + string(u) }
+
+type ptrStringer struct{ id string }
+
+func (p *ptrStringer) String() string { return p.id }
+
+type ctxKey struct{}
+
+func TestValueKeys(t *testing.T) {
+	atMax := strings.Repeat("k", MaxKeyLen)
+	tooLong := atMax + "k"
+	req := func(mod func(*fakeRequest)) *fakeRequest {
+		r := &fakeRequest{method: "GET", path: "/users/42", route: "/users/:id", remote: "192.0.2.1:1",
+			header: http.Header{"X-Api-Key": {"secret", "second"}, "X-Empty": {""}},
+			query:  url.Values{"token": {"t1", "t2"}, "empty": {""}},
+		}
+		if mod != nil {
+			mod(r)
+		}
+		return r
+	}
+	withCtx := func(v any) *fakeRequest {
+		return req(func(r *fakeRequest) { r.ctx = context.WithValue(context.Background(), ctxKey{}, v) })
+	}
+	tests := []struct {
+		name    string
+		fn      Func
+		req     *fakeRequest
+		want    string
+		wantErr error
+	}{
+		{name: "Header returns the first value", fn: Header("X-API-Key"), req: req(nil), want: "secret"},
+		{name: "Header matches the name case-insensitively", fn: Header("x-api-key"), req: req(nil), want: "secret"},
+		{name: "Header without the header is no key", fn: Header("Authorization"), req: req(nil), wantErr: ErrNoKey},
+		{name: "Header with an empty value is no key", fn: Header("X-Empty"), req: req(nil), wantErr: ErrNoKey},
+		{name: "Header with an empty name is no key", fn: Header(""), req: req(nil), wantErr: ErrNoKey},
+		{name: "Header accepts MaxKeyLen bytes", fn: Header("X-Big"), req: req(func(r *fakeRequest) { r.header.Set("X-Big", atMax) }), want: atMax},
+		{name: "Header rejects a longer value", fn: Header("X-Big"), req: req(func(r *fakeRequest) { r.header.Set("X-Big", tooLong) }), wantErr: ErrKeyTooLong},
+		{name: "Header rejects a 1 MB value", fn: Header("X-Big"), req: req(func(r *fakeRequest) { r.header.Set("X-Big", strings.Repeat("x", 1<<20)) }), wantErr: ErrKeyTooLong},
+
+		{name: "Query returns the first value", fn: Query("token"), req: req(nil), want: "t1"},
+		{name: "Query without the parameter is no key", fn: Query("other"), req: req(nil), wantErr: ErrNoKey},
+		{name: "Query with an empty value is no key", fn: Query("empty"), req: req(nil), wantErr: ErrNoKey},
+		{name: "Query rejects a longer value", fn: Query("big"), req: req(func(r *fakeRequest) { r.query.Set("big", tooLong) }), wantErr: ErrKeyTooLong},
+
+		{name: "Route returns the pattern", fn: Route(), req: req(nil), want: "/users/:id"},
+		{name: "Route without a route is no key, not the path", fn: Route(), req: req(func(r *fakeRequest) { r.route = "" }), wantErr: ErrNoKey},
+		{name: "Method returns the method", fn: Method(), req: req(nil), want: "GET"},
+		{name: "Method without a method is no key", fn: Method(), req: req(func(r *fakeRequest) { r.method = "" }), wantErr: ErrNoKey},
+		{name: "Path returns the path", fn: Path(), req: req(nil), want: "/users/42"},
+		{name: "Path rejects a longer path", fn: Path(), req: req(func(r *fakeRequest) { r.path = "/" + tooLong }), wantErr: ErrKeyTooLong},
+		{name: "Static returns its string", fn: Static("global"), req: req(nil), want: "global"},
+		{name: "Static of the empty string is no key", fn: Static(""), req: req(nil), wantErr: ErrNoKey},
+
+		{name: "ContextValue returns a string", fn: ContextValue(ctxKey{}), req: withCtx("alice"), want: "alice"},
+		{name: "ContextValue formats a Stringer", fn: ContextValue(ctxKey{}), req: withCtx(userID("alice")), want: "user:alice"},
+		{name: "ContextValue formats a pointer Stringer", fn: ContextValue(ctxKey{}), req: withCtx(&ptrStringer{"bob"}), want: "bob"},
+		{name: "ContextValue with a nil pointer Stringer is no key", fn: ContextValue(ctxKey{}), req: withCtx((*ptrStringer)(nil)), wantErr: ErrNoKey},
+		{name: "ContextValue without the value is no key", fn: ContextValue(ctxKey{}), req: req(nil), wantErr: ErrNoKey},
+		{name: "ContextValue with an empty string is no key", fn: ContextValue(ctxKey{}), req: withCtx(""), wantErr: ErrNoKey},
+		{name: "ContextValue with another type is no key", fn: ContextValue(ctxKey{}), req: withCtx(42), wantErr: ErrNoKey},
+		{name: "ContextValue rejects a longer value", fn: ContextValue(ctxKey{}), req: withCtx(tooLong), wantErr: ErrKeyTooLong},
+
+		{name: "Join joins the parts with the separator", fn: Join("|", Method(), Route(), Header("X-API-Key")), req: req(nil), want: "GET|/users/:id|secret"},
+		{name: "Join of one part is that part", fn: Join("|", Route()), req: req(nil), want: "/users/:id"},
+		{name: "Join of more than eight parts joins them all", fn: Join("", Static("a"), Static("b"), Static("c"), Static("d"), Static("e"), Static("f"), Static("g"), Static("h"), Static("i")), req: req(nil), want: "abcdefghi"},
+		{name: "Join fails when a part has no key", fn: Join("|", Method(), Header("Authorization")), req: req(nil), wantErr: ErrNoKey},
+		{name: "Join fails when a part is too long", fn: Join("|", Method(), Path()), req: req(func(r *fakeRequest) { r.path = tooLong }), wantErr: ErrKeyTooLong},
+		{name: "Join of no parts is no key", fn: Join("|"), req: req(nil), wantErr: ErrNoKey},
+		{name: "Join of an empty part is no key", fn: Join("", func(Request) (string, error) { return "", nil }), req: req(nil), wantErr: ErrNoKey},
+		{name: "Join with IP keys the client", fn: Join("|", IP(), Route()), req: req(nil), want: "192.0.2.1|/users/:id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.fn(tt.req)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) || got != "" {
+					t.Fatalf("key = %.40q, %v; want error %v", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("key = %.40q, %v; want %.40q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestJoinPanicsOnNilFunc(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil {
+			t.Errorf("Join(\"|\", Method(), nil) did not panic")
+		}
+	}()
+	Join("|", Method(), nil)
+}
+
+func TestJoinCopiesItsParts(t *testing.T) {
+	fns := []Func{Static("a"), Static("b")}
+	fn := Join("|", fns...)
+	fns[1] = Static("changed")
+	if got, err := fn(&fakeRequest{}); got != "a|b" || err != nil {
+		t.Errorf("Join(...) after changing the caller's slice = %q, %v; want %q", got, err, "a|b")
+	}
+}
+
+func TestValueKeyErrorsNameTheirSource(t *testing.T) {
+	_, err := Header("x-api-key")(&fakeRequest{header: http.Header{}})
+	if err == nil || !strings.Contains(err.Error(), `"X-Api-Key"`) {
+		t.Errorf("Header(%q) error = %v, want it to name the header", "x-api-key", err)
+	}
+	_, err = Header("X-Big")(&fakeRequest{header: http.Header{"X-Big": {strings.Repeat("x", 1<<20)}}})
+	if err == nil || len(err.Error()) > 200 {
+		t.Errorf("Header(%q) error has %d bytes, want a short error without the value", "X-Big", len(err.Error()))
+	}
+}

@@ -1,0 +1,54 @@
+package keyfuncs
+
+import "context"
+
+// Request is a framework-neutral, read-only view of an incoming HTTP request.
+// Each framework adapter implements it over its own request type; FromHTTP
+// implements it for *http.Request.
+//
+// Implementations must be cheap to call (key functions run on every request)
+// and must not retain or modify the request. A Request is used by one
+// goroutine at a time and only for the duration of the handler.
+type Request interface {
+	// Method returns the request method, e.g. "GET".
+	Method() string
+
+	// Path returns the URL path, decoded, e.g. "/users/42".
+	Path() string
+
+	// Route returns the pattern of the route that matched the request,
+	// e.g. "/users/:id" or, for the standard ServeMux, "GET /users/{id}".
+	// It returns "" when the router does not report one.
+	Route() string
+
+	// Header returns the first value of the named header, or "" if the
+	// header is absent. The name is matched case-insensitively; callers in
+	// this package pass canonical names (see http.CanonicalHeaderKey).
+	Header(name string) string
+
+	// HeaderValues returns every field line of the named header, in the
+	// order received, or nil if the header is absent. Repeated
+	// X-Forwarded-For and Forwarded lines must all be reported, in order,
+	// for IP to find the client address. The caller must not modify the
+	// returned slice.
+	HeaderValues(name string) []string
+
+	// Query returns the first value of the named URL query parameter,
+	// decoded, or "" if it is absent.
+	Query(name string) string
+
+	// RemoteAddr returns the address of the transport peer: "ip:port",
+	// "[ipv6%zone]:port" or a bare IP address.
+	RemoteAddr() string
+
+	// Context returns the request's context. It is never nil.
+	Context() context.Context
+}
+
+// Func derives a rate-limiting key from a request: who (or what) is being
+// limited. The functions of this package never return an empty key with a
+// nil error: they return ErrNoKey (wrapped) when the request carries no key,
+// and ErrKeyTooLong when the value is longer than MaxKeyLen.
+//
+// A Func must be safe for concurrent use; all Funcs of this package are.
+type Func func(r Request) (string, error)
