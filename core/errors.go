@@ -17,4 +17,9 @@ var (
 	ErrInvalidOp = errors.New("tollgate: invalid operation")
 	// ErrClosed reports a call on a store that has been closed.
 	ErrClosed = errors.New("tollgate: store closed")
+	// ErrUnavailable reports that the store failed (an error, a timeout) or
+	// is skipped by the circuit breaker, under the FailClosed policy (or a
+	// Fallback whose store failed too). Adapters answer 503, without the
+	// error's text.
+	ErrUnavailable = errors.New("tollgate: store unavailable")
 )

@@ -21,19 +21,21 @@ func gcraRoll(sh *shape, st *State, now int64) {
 	}
 }
 
-// gcraDebt returns Q·(TAT − t), capped at debtCap·P.
-func gcraDebt(sh *shape, st *State, now int64) (tt, debt int64) {
+// gcraDebt returns Q·(TAT − t), capped at debtCap·P; over reports that the
+// true debt is above the cap (only possible for a clock behind the one that
+// wrote the state).
+func gcraDebt(sh *shape, st *State) (tt, debt int64, over bool) {
 	tt = sh.tt
 	limit := sh.debtCap() * sh.pt
 	hi, lo := bits.Mul64(uint64(st.A-tt), uint64(sh.q)) // st.A ≥ tt after roll
-	if hi != 0 || lo > uint64(limit) {
-		return tt, limit
+	if hi != 0 || lo > uint64(limit) || int64(lo)+st.B > limit {
+		return tt, limit, true
 	}
-	return tt, min(int64(lo)+st.B, limit)
+	return tt, int64(lo) + st.B, false
 }
 
 func gcraNeed(sh *shape, st *State, now, c int64) (ok bool, retry, delay int64) {
-	tt, debt := gcraDebt(sh, st, now)
+	tt, debt, _ := gcraDebt(sh, st)
 	if excess := debt + (c-sh.cap)*sh.pt; excess > 0 {
 		return false, (tt+ceilDiv(excess, sh.q))*sh.tick - now, 0
 	}
@@ -43,14 +45,28 @@ func gcraNeed(sh *shape, st *State, now, c int64) (ok bool, retry, delay int64) 
 	return true, 0, delay
 }
 
-func gcraAdd(sh *shape, st *State, now, d int64) {
-	tt, debt := gcraDebt(sh, st, now)
-	debt = min(max(debt+d*sh.pt, 0), sh.debtCap()*sh.pt)
+// gcraAdd moves TAT by d·T. A charge saturates at debtCap·T past now and
+// never moves TAT back (a clock behind the writer's sees a debt above the
+// cap and leaves it); a refund comes off the stored TAT, down to now.
+func gcraAdd(sh *shape, st *State, d int64) {
+	if d < 0 {
+		num := st.B + d*sh.pt
+		st.A, st.B = st.A+floorDiv(num, sh.q), floorMod(num, sh.q)
+		if st.A < sh.tt {
+			st.A, st.B = sh.tt, 0
+		}
+		return
+	}
+	tt, debt, over := gcraDebt(sh, st)
+	if over {
+		return
+	}
+	debt = min(debt+d*sh.pt, sh.debtCap()*sh.pt)
 	st.A, st.B = tt+floorDiv(debt, sh.q), floorMod(debt, sh.q)
 }
 
 func gcraReport(sh *shape, st *State, now int64) (int64, int64) {
-	tt, debt := gcraDebt(sh, st, now)
+	tt, debt, _ := gcraDebt(sh, st)
 	rem := max(floorDiv(sh.cap*sh.pt-debt, sh.pt), 0)
 	if debt == 0 {
 		return rem, 0

@@ -23,7 +23,10 @@ const (
 	// MaxNameLen is the longest Limit name, in bytes.
 	MaxNameLen = 128
 	// DebtFactor bounds post-hoc overage: Charge can push a limit's usage to
-	// at most DebtFactor times its capacity; beyond that it saturates.
+	// at most DebtFactor times its capacity (per window, for SlidingWindow,
+	// which weighs two); beyond that it saturates. Overage on FixedWindow,
+	// SlidingLog and BucketedWindow is forgiven when its window or entries
+	// expire; TokenBucket, GCRA and LeakyBucket repay it at Q per P.
 	DebtFactor = 64
 
 	// productBound is the bound on capacity × period-in-ticks.
@@ -125,14 +128,21 @@ func shortDuration(d time.Duration) string {
 // Validate reports whether l is usable, with an error that wraps
 // ErrInvalidLimit and says what is wrong.
 func (l Limit) Validate() error {
+	if err := l.validateName(); err != nil {
+		return err
+	}
+	var sh shape
+	return l.compile(&sh)
+}
+
+func (l *Limit) validateName() error {
 	switch {
 	case len(l.Name) > MaxNameLen:
 		return l.invalid("name is %d bytes long, more than %d", len(l.Name), MaxNameLen)
 	case !isPrintableASCII(l.Name):
 		return l.invalid("name %q is not printable ASCII", l.Name)
 	}
-	var sh shape
-	return l.compile(&sh)
+	return nil
 }
 
 func (l *Limit) invalid(format string, args ...any) error {

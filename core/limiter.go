@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // A Limiter applies a set of limits, kept in a Store, to keys. It is safe
@@ -15,6 +16,13 @@ type Limiter struct {
 	limits   []Limit
 	limitsFn func(ctx context.Context, key string) []Limit
 	clock    Clock
+
+	// Failure handling (policy.go); unused when the store is InProcess.
+	inProcess bool
+	timeout   time.Duration
+	policy    FailurePolicy
+	hook      func(ctx context.Context, key string, err error)
+	breaker   breaker
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -60,14 +68,19 @@ func WithClock(clock Clock) Option {
 	})
 }
 
-// New returns a Limiter of store with the limits and options given. It
+// New returns a Limiter of store with the limits and options given. Store
+// failures go to a failure policy (WithFailurePolicy, WithTimeout,
+// WithBreaker, WithErrorHook; see FailurePolicy). It
 // returns an error wrapping ErrInvalidLimit for an invalid limit, and an
 // error when store is nil or there are neither limits nor a WithLimitsFunc.
 func New(store Store, opts ...Option) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("tollgate: New: nil store")
 	}
-	l := &Limiter{store: store}
+	_, inProcess := store.(InProcess)
+	l := &Limiter{store: store, inProcess: inProcess, timeout: DefaultTimeout}
+	l.breaker.base = time.Now()
+	l.breaker.threshold, l.breaker.coolDown = DefaultBreakerFailures, int64(DefaultBreakerCoolDown)
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -145,9 +158,23 @@ func (l *Limiter) do(ctx context.Context, kind Kind, key string, cost int64) (De
 	op := Op{Kind: kind, Key: key, Limits: l.limits, Cost: cost}
 	if l.limitsFn != nil {
 		op.Limits = l.Limits(ctx, key)
+		// Stores check the numbers; names reach response headers, so the
+		// Limiter checks those of limits it did not validate in New.
+		for i := range op.Limits {
+			if err := op.Limits[i].validateName(); err != nil {
+				return Decision{}, err
+			}
+		}
 	}
 	if l.clock != nil {
 		op.Now = l.clock.Now()
 	}
-	return l.store.Apply(ctx, op)
+	if !l.inProcess {
+		return l.remote(ctx, &op)
+	}
+	d, err := l.store.Apply(ctx, op)
+	if err != nil && isFailure(ctx, err) {
+		return l.fail(ctx, &op, err)
+	}
+	return d, err
 }

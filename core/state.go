@@ -96,11 +96,16 @@ func (sh *shape) need(st *State, now, c int64) (ok bool, retry, delay int64) {
 }
 
 // add changes usage by d: a charge when d > 0 (saturating at debtCap), a
-// refund when d < 0 (never below zero usage).
+// refund when d < 0 (never below zero usage). Amounts are clamped first so
+// that no product overflows: a charge to debtCap, a refund to debtCap, or
+// for SlidingWindow, whose two windows may hold debtCap each, to twice it.
 func (sh *shape) add(st *State, now, d int64) {
-	if m := sh.debtCap(); d > m {
+	m := sh.debtCap()
+	if d > m {
 		d = m
-	} else if d < -m {
+	} else if sh.alg == SlidingWindow && d < -2*m {
+		d = -2 * m
+	} else if sh.alg != SlidingWindow && d < -m {
 		d = -m
 	}
 	if d == 0 {
@@ -118,7 +123,7 @@ func (sh *shape) add(st *State, now, d int64) {
 	case TokenBucket:
 		tokenAdd(sh, st, d)
 	default:
-		gcraAdd(sh, st, now, d)
+		gcraAdd(sh, st, d)
 	}
 }
 

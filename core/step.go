@@ -145,12 +145,16 @@ func (sh *shape) check(st *State, now, c int64, v *verdict) {
 // decide converts the verdicts of several limits to LimitStates and
 // combines them.
 func decide(op *Op, vs []verdict) Decision {
+	allowed := true
+	for _, v := range vs {
+		allowed = allowed && v.ok
+	}
 	ls := make([]LimitState, len(vs))
 	for i, v := range vs {
 		ls[i] = LimitState{Limit: op.Limits[i], Allowed: v.ok, Remaining: v.remaining, ResetAfter: micros(v.reset)}
-		if v.ok {
+		if v.ok && allowed { // nothing is queued unless every limit admits
 			ls[i].Delay = micros(v.delay)
-		} else {
+		} else if !v.ok {
 			ls[i].RetryAfter = micros(v.retry)
 		}
 	}
@@ -194,9 +198,10 @@ func Combine(op *Op, ls []LimitState) Decision {
 	return d
 }
 
-// micros converts µs to a Duration; -1 means Never.
+// micros converts µs to a Duration; -1 means Never, and so does a wait too
+// long for a Duration (a clock centuries behind the state's).
 func micros(us int64) time.Duration {
-	if us < 0 {
+	if us < 0 || us > int64(Never/time.Microsecond) {
 		return Never
 	}
 	return time.Duration(us) * time.Microsecond

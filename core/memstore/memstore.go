@@ -314,3 +314,9 @@ func (s *Store) Close() error {
 }
 
 var _ core.Store = (*Store)(nil)
+
+// InProcess marks the store as core.InProcess: a Limiter calls it without a
+// timeout, since it never blocks on I/O.
+func (s *Store) InProcess() {}
+
+var _ core.InProcess = (*Store)(nil)

@@ -1,0 +1,266 @@
+package core_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+func TestLimitValidateRejects(t *testing.T) {
+	const ms, us = time.Millisecond, time.Microsecond
+	bucketed := func(p, prec time.Duration) core.Limit {
+		return core.Per(10, p).WithAlgorithm(core.BucketedWindow).WithPrecision(prec)
+	}
+	tests := []struct {
+		name  string
+		limit core.Limit
+		msg   string // the error says this
+	}{
+		{"a zero quota", core.PerSecond(0), "quota 0 must be at least 1"},
+		{"a negative quota", core.PerMinute(-5), "quota -5 must be at least 1"},
+		{"a quota above MaxQuota", core.PerSecond(core.MaxQuota + 1), "quota 140737488355329 exceeds 140737488355328"},
+		{"a zero period", core.Per(1, 0), "period 0s must be at least 1µs"},
+		{"a negative period", core.Per(1, -time.Second), "period -1s must be at least 1µs"},
+		{"a sub-microsecond period", core.Per(1, 999*time.Nanosecond), "period 999ns must be at least 1µs"},
+		{"a period that is not a whole number of microseconds", core.Per(1, 1500*time.Nanosecond), "period 1.5µs is not a whole number of microseconds"},
+		{"a period of a second and a nanosecond", core.Per(1, time.Second+1), "not a whole number of microseconds"},
+		{"a period above MaxPeriod", core.Per(1, core.MaxPeriod+us), "period 9600h0m0.000001s exceeds 9600h0m0s"},
+		{"a negative burst", core.PerSecond(1).WithBurst(-1), "burst -1 must be at least 1"},
+		{"a burst above MaxQuota", core.PerSecond(1).WithBurst(core.MaxQuota + 1), "burst 140737488355329 exceeds"},
+		{"an unknown algorithm", core.PerSecond(1).WithAlgorithm(core.Algorithm(7)), "unknown algorithm 7"},
+		{"the largest unknown algorithm", core.PerSecond(1).WithAlgorithm(core.Algorithm(255)), "unknown algorithm 255"},
+		{"a precision that does not divide the period", bucketed(time.Second, 300*ms), "precision 300ms does not divide period 1s"},
+		{"a negative precision", bucketed(time.Second, -100*ms), "precision -100ms is negative"},
+		{"a precision longer than the period", bucketed(time.Second, 2*time.Second), "precision 2s does not divide period 1s"},
+		{"a precision that is not a whole number of microseconds", bucketed(3*us, 1500*time.Nanosecond), "does not divide period 3µs into whole microsecond buckets"},
+		{"more than MaxBuckets buckets", bucketed(time.Second, 100*us), "period 1s / precision 100µs is more than 1024 buckets"},
+		{"1025 buckets", bucketed(1025*ms, ms), "more than 1024 buckets"},
+		{"a period without a whole-µs tenth and no precision", core.Per(10, 15*us).WithAlgorithm(core.BucketedWindow), "period 15µs has no default precision; set Precision"},
+		{"a 1µs period and no precision", core.Per(10, us).WithAlgorithm(core.BucketedWindow), "has no default precision"},
+		{"a sliding-log quota above MaxLogQuota", core.PerHour(core.MaxLogQuota + 1).WithAlgorithm(core.SlidingLog), "sliding-log quota 65537 exceeds 65536; use sliding-window or bucketed-window"},
+		{"a name with a newline", core.PerSecond(1).Named("bad\nname"), `name "bad\nname" is not printable ASCII`},
+		{"a name with a tab", core.PerSecond(1).Named("a\tb"), "is not printable ASCII"},
+		{"a name with DEL", core.PerSecond(1).Named("a\x7f"), "is not printable ASCII"},
+		{"a name with a NUL", core.PerSecond(1).Named("\x00"), "is not printable ASCII"},
+		{"a name that is not ASCII", core.PerSecond(1).Named("per-minute-é"), "is not printable ASCII"},
+		{"a name of invalid UTF-8", core.PerSecond(1).Named("\xff"), "is not printable ASCII"},
+		{"a name longer than MaxNameLen", core.PerSecond(1).Named(strings.Repeat("n", core.MaxNameLen+1)), "name is 129 bytes long, more than 128"},
+		// Even at a 1s tick: 2^47 × 2 ticks > 2^47.
+		{"a capacity × period too large even at a 1s tick", core.Per(core.MaxQuota, 2*time.Second), "capacity 140737488355328 × period 2s is too large to compute exactly"},
+		{"a burst × period too large even at a 1s tick", core.Per(1, 2*time.Second).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket), "capacity 140737488355328 × period 2s is too large"},
+		{"a burst × period of a day too large even at a 1s tick", core.PerDay(1).WithBurst(core.MaxQuota / 1000).WithAlgorithm(core.GCRA), "too large to compute exactly"},
+		// 1e13 × 15 ticks of 100ms > 2^47, and 1.5s is no whole number of seconds.
+		{"a quota too large for a period without a whole-second tick", core.Per(10_000_000_000_000, 1500*ms), "too large to compute exactly"},
+		{"a leaky bucket too large at a 1s tick", core.PerDay(core.MaxQuota / 10_000).WithAlgorithm(core.LeakyBucket), "too large to compute exactly"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is invalid", func(t *testing.T) {
+			err := tt.limit.Validate()
+			if !errors.Is(err, core.ErrInvalidLimit) {
+				t.Fatalf("%+v.Validate() = %v, want an error wrapping ErrInvalidLimit", tt.limit, err)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("%+v.Validate() = %q, want it to say %q", tt.limit, err, tt.msg)
+			}
+		})
+	}
+}
+
+// The error names the limit: by Name when it is valid, else by its numbers.
+func TestLimitValidateErrorNamesTheLimit(t *testing.T) {
+	err := core.PerSecond(0).Named("api").Validate()
+	if want := `tollgate: invalid limit "api": quota 0 must be at least 1`; err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+	err = core.PerSecond(0).Validate()
+	if want := "tollgate: invalid limit {Quota: 0, Period: 1s}: quota 0 must be at least 1"; err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+	err = core.PerSecond(1).Named("x\ny").Validate()
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Validate() = %q, want an error without the raw newline", err)
+	}
+}
+
+func TestLimitValidateAccepts(t *testing.T) {
+	const ms, us = time.Millisecond, time.Microsecond
+	tests := []struct {
+		name  string
+		limit core.Limit
+	}{
+		{"a quota of 1 per 1µs", core.Per(1, us)},
+		{"a quota of 1 per MaxPeriod", core.Per(1, core.MaxPeriod)},
+		{"MaxQuota per second on a sliding window (a 1s tick)", core.PerSecond(core.MaxQuota)},
+		{"MaxQuota per day on a fixed window", core.PerDay(core.MaxQuota).WithAlgorithm(core.FixedWindow)},
+		{"MaxQuota per MaxPeriod on a bucketed window", core.Per(core.MaxQuota, core.MaxPeriod).WithAlgorithm(core.BucketedWindow)},
+		{"MaxLogQuota on a sliding log", core.PerHour(core.MaxLogQuota).WithAlgorithm(core.SlidingLog)},
+		{"a burst of MaxQuota per second on a token bucket (a 1s tick)", core.PerSecond(1).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket)},
+		{"a burst of MaxQuota per day on a sliding window, which ignores it", core.PerDay(1).WithBurst(core.MaxQuota)},
+		{"a burst of 0, the default", core.PerSecond(5).WithBurst(0).WithAlgorithm(core.GCRA)},
+		{"a burst below the quota", core.PerSecond(5).WithBurst(1).WithAlgorithm(core.TokenBucket)},
+		{"a precision equal to the period", core.PerSecond(5).WithAlgorithm(core.BucketedWindow).WithPrecision(time.Second)},
+		{"exactly MaxBuckets buckets", core.Per(5, 1024*ms).WithAlgorithm(core.BucketedWindow).WithPrecision(ms)},
+		{"a default precision of a tenth of 10µs", core.Per(5, 10*us).WithAlgorithm(core.BucketedWindow)},
+		{"a precision that is ignored by the sliding window", core.PerSecond(5).WithPrecision(-time.Second)},
+		{"a name of MaxNameLen printable bytes", core.PerSecond(1).Named(strings.Repeat("~", core.MaxNameLen))},
+		{"a name with every printable ASCII character", core.PerSecond(1).Named(printableASCII()[:core.MaxNameLen-33])},
+		{"a name with quotes and backslashes", core.PerSecond(1).Named(`per "minute" \ plan`)},
+		{"an odd period", core.Per(3, 1234567*us)},
+	}
+	for _, alg := range []core.Algorithm{core.SlidingWindow, core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.BucketedWindow} {
+		// A tick of 1ms and of 1s.
+		tests = append(tests,
+			struct {
+				name  string
+				limit core.Limit
+			}{"a million a day on " + alg.String(), core.PerDay(1_000_000).WithAlgorithm(alg)},
+			struct {
+				name  string
+				limit core.Limit
+			}{"a billion a day on " + alg.String(), core.PerDay(1_000_000_000).WithAlgorithm(alg)},
+			struct {
+				name  string
+				limit core.Limit
+			}{"a million per 400 days on " + alg.String(), core.Per(1_000_000, core.MaxPeriod).WithAlgorithm(alg)},
+		)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is valid", func(t *testing.T) {
+			if err := tt.limit.Validate(); err != nil {
+				t.Errorf("%+v.Validate() = %v, want nil", tt.limit, err)
+			}
+		})
+	}
+}
+
+func printableASCII() string {
+	var b strings.Builder
+	for c := byte(0x20); c <= 0x7e; c++ {
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func TestLimitConstructors(t *testing.T) {
+	tests := []struct {
+		name string
+		got  core.Limit
+		want core.Limit
+	}{
+		{"PerSecond", core.PerSecond(10), core.Limit{Quota: 10, Period: time.Second}},
+		{"PerMinute", core.PerMinute(100), core.Limit{Quota: 100, Period: time.Minute}},
+		{"PerHour", core.PerHour(5), core.Limit{Quota: 5, Period: time.Hour}},
+		{"PerDay", core.PerDay(1), core.Limit{Quota: 1, Period: 24 * time.Hour}},
+		{"Per", core.Per(3, 90*time.Second), core.Limit{Quota: 3, Period: 90 * time.Second}},
+		{"Every", core.Every(250 * time.Millisecond), core.Limit{Quota: 1, Period: 250 * time.Millisecond}},
+		{"WithBurst", core.PerSecond(1).WithBurst(5), core.Limit{Quota: 1, Period: time.Second, Burst: 5}},
+		{"WithAlgorithm", core.PerSecond(1).WithAlgorithm(core.GCRA), core.Limit{Quota: 1, Period: time.Second, Algorithm: core.GCRA}},
+		{"WithPrecision", core.PerSecond(1).WithPrecision(time.Millisecond), core.Limit{Quota: 1, Period: time.Second, Precision: time.Millisecond}},
+		{"Named", core.PerSecond(1).Named("api"), core.Limit{Name: "api", Quota: 1, Period: time.Second}},
+		{
+			"all of them together",
+			core.PerMinute(60).WithBurst(10).WithAlgorithm(core.TokenBucket).WithPrecision(time.Second).Named("p"),
+			core.Limit{Name: "p", Quota: 60, Period: time.Minute, Burst: 10, Precision: time.Second, Algorithm: core.TokenBucket},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" builds the limit", func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("%s = %+v, want %+v", tt.name, tt.got, tt.want)
+			}
+		})
+	}
+	t.Run("the With methods return copies", func(t *testing.T) {
+		base := core.PerSecond(1)
+		_ = base.WithBurst(5).WithAlgorithm(core.GCRA).Named("x")
+		if base != core.PerSecond(1) {
+			t.Errorf("base changed to %+v", base)
+		}
+	})
+	t.Run("the zero algorithm is the sliding window", func(t *testing.T) {
+		if a := core.PerSecond(1).Algorithm; a != core.SlidingWindow {
+			t.Errorf("PerSecond(1).Algorithm = %v, want sliding-window", a)
+		}
+	})
+}
+
+func TestLimitCapacity(t *testing.T) {
+	tests := []struct {
+		limit core.Limit
+		want  int64
+	}{
+		{core.PerSecond(10), 10},
+		{core.PerSecond(10).WithBurst(3), 10}, // windows ignore Burst
+		{core.PerSecond(10).WithBurst(3).WithAlgorithm(core.FixedWindow), 10},
+		{core.PerSecond(10).WithBurst(3).WithAlgorithm(core.SlidingLog), 10},
+		{core.PerSecond(10).WithBurst(3).WithAlgorithm(core.BucketedWindow), 10},
+		{core.PerSecond(10).WithBurst(3).WithAlgorithm(core.TokenBucket), 3},
+		{core.PerSecond(10).WithBurst(30).WithAlgorithm(core.GCRA), 30},
+		{core.PerSecond(10).WithBurst(1).WithAlgorithm(core.LeakyBucket), 1},
+		{core.PerSecond(10).WithAlgorithm(core.TokenBucket), 10}, // Burst 0: Quota
+	}
+	for _, tt := range tests {
+		if got := tt.limit.Capacity(); got != tt.want {
+			t.Errorf("%+v.Capacity() = %d, want %d", tt.limit, got, tt.want)
+		}
+	}
+}
+
+func TestLimitPolicyName(t *testing.T) {
+	tests := []struct {
+		limit core.Limit
+		want  string
+	}{
+		{core.PerMinute(100), "100-per-1m"},
+		{core.PerSecond(10), "10-per-1s"},
+		{core.PerHour(5), "5-per-1h"},
+		{core.Per(3, 90*time.Second), "3-per-90s"},
+		{core.PerDay(1), "1-per-1d"},
+		{core.PerDay(5000), "5000-per-1d"},
+		{core.Per(7, 250*time.Millisecond), "7-per-250ms"},
+		{core.Per(2, 48*time.Hour), "2-per-2d"},
+		{core.Per(2, 90*time.Minute), "2-per-90m"},
+		{core.Per(2, 1500*time.Microsecond), "2-per-1500us"},
+		{core.Every(time.Minute), "1-per-1m"},
+		{core.PerMinute(100).WithAlgorithm(core.GCRA), "100-per-1m"},
+		{core.PerMinute(100).Named("search"), "search"},
+	}
+	for _, tt := range tests {
+		if got := tt.limit.PolicyName(); got != tt.want {
+			t.Errorf("%+v.PolicyName() = %q, want %q", tt.limit, got, tt.want)
+		}
+	}
+	if got, want := core.PerMinute(100).WithAlgorithm(core.TokenBucket).String(), "100-per-1m (token-bucket)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestAlgorithmString(t *testing.T) {
+	want := []string{"sliding-window", "fixed-window", "sliding-log", "bucketed-window", "token-bucket", "gcra", "leaky-bucket"}
+	algs := core.Algorithms()
+	if len(algs) != len(want) {
+		t.Fatalf("Algorithms() = %v, want %d algorithms", algs, len(want))
+	}
+	for i, a := range algs {
+		if a != core.Algorithm(i) || a.String() != want[i] {
+			t.Errorf("Algorithms()[%d] = %d %q, want %d %q", i, a, a, i, want[i])
+		}
+	}
+	if got := core.Algorithm(7).String(); got != "Algorithm(7)" {
+		t.Errorf("Algorithm(7).String() = %q, want \"Algorithm(7)\"", got)
+	}
+	if core.SlidingWindow != 0 {
+		t.Errorf("SlidingWindow = %d, want the zero value", core.SlidingWindow)
+	}
+}
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[core.Kind]string{core.Take: "take", core.Peek: "peek", core.Charge: "charge", core.Refund: "refund", core.Reset: "reset", core.Kind(9): "Kind(9)"} {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d).String() = %q, want %q", k, got, want)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+)
+
+func TestNewRejects(t *testing.T) {
+	store := memstore.New(memstore.WithSweepInterval(0))
+	defer store.Close()
+	tests := []struct {
+		name  string
+		store core.Store
+		opts  []core.Option
+		is    error // nil: any error
+	}{
+		{"a nil store", nil, []core.Option{core.PerSecond(1)}, nil},
+		{"no limits and no limits function", store, nil, core.ErrInvalidOp},
+		{"only nil options", store, []core.Option{nil, nil}, core.ErrInvalidOp},
+		{"an invalid limit", store, []core.Option{core.PerSecond(1), core.PerMinute(0)}, core.ErrInvalidLimit},
+		{"a limit with an invalid name", store, []core.Option{core.PerSecond(1).Named("a\r\nb")}, core.ErrInvalidLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is an error", func(t *testing.T) {
+			lim, err := core.New(tt.store, tt.opts...)
+			if err == nil || lim != nil {
+				t.Fatalf("New = %v, %v; want nil and an error", lim, err)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("New error = %v, want one wrapping %v", err, tt.is)
+			}
+		})
+	}
+}
+
+func TestLimiterNamesItsLimits(t *testing.T) {
+	lim := newLimiter(t, newManualClock(t0), core.PerMinute(100), core.PerHour(1000).Named("hourly"), nil)
+	ls := lim.Limits(context.Background(), "k")
+	if len(ls) != 2 || ls[0].Name != "100-per-1m" || ls[1].Name != "hourly" {
+		t.Errorf("Limits = %+v, want names \"100-per-1m\" and \"hourly\"", ls)
+	}
+	if lim.Store() == nil {
+		t.Error("Store() = nil")
+	}
+}
+
+// The Limiter passes its clock's time with every operation: the store's own
+// clock (here the real one) is not used.
+func TestLimiterUsesItsClock(t *testing.T) {
+	clock := newManualClock(t0)
+	lim := newLimiter(t, clock, core.PerSecond(2).WithAlgorithm(core.FixedWindow))
+	ctx := context.Background()
+	steps := []struct {
+		at   time.Duration
+		want result
+	}{
+		{0, ok(1, time.Second)},
+		{999 * time.Millisecond, ok(0, time.Millisecond)},
+		{999 * time.Millisecond, denied(0, time.Millisecond, time.Millisecond)},
+		{time.Second, ok(1, time.Second)},
+	}
+	for _, s := range steps {
+		clock.Set(t0.Add(s.at))
+		d, err := lim.Allow(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultOf(d); got != s.want {
+			t.Errorf("Allow(t0+%v) = %v, want %v", s.at, got, s.want)
+		}
+	}
+}
+
+// Limits per key, for plans: the function's limits replace the Limiter's
+// own; when it returns none, the Limiter's own apply.
+func TestWithLimitsFunc(t *testing.T) {
+	free := core.PerMinute(3).Named("free")
+	pro := core.PerMinute(100).Named("pro")
+	plans := func(ctx context.Context, key string) []core.Limit {
+		switch {
+		case strings.HasPrefix(key, "free:"):
+			return []core.Limit{free}
+		case strings.HasPrefix(key, "pro:"):
+			return []core.Limit{pro, core.PerSecond(10).Named("pro-burst")}
+		}
+		return nil
+	}
+	lim := newLimiter(t, newManualClock(t0), core.PerMinute(1), core.WithLimitsFunc(plans))
+	ctx := context.Background()
+	count := func(key string) (n int, last core.Decision) {
+		for range 20 {
+			d, err := lim.Allow(ctx, key)
+			if err != nil {
+				t.Fatalf("Allow(%q): %v", key, err)
+			}
+			if d.Allowed {
+				n++
+			}
+			last = d
+		}
+		return n, last
+	}
+	if n, d := count("free:alice"); n != 3 || d.Limit.Name != "free" {
+		t.Errorf("free:alice: %d of 20 allowed, bound by %q; want 3 by \"free\"", n, d.Limit.Name)
+	}
+	if n, d := count("pro:bob"); n != 10 || d.Limit.Name != "pro-burst" || len(d.States) != 2 {
+		t.Errorf("pro:bob: %d of 20 allowed, bound by %q; want 10 by \"pro-burst\" with 2 states", n, d.Limit.Name)
+	}
+	if n, d := count("anonymous"); n != 1 || d.Limit.Name != "1-per-1m" {
+		t.Errorf("anonymous: %d of 20 allowed, bound by %q; want 1 by the Limiter's own \"1-per-1m\"", n, d.Limit.Name)
+	}
+	if ls := lim.Limits(ctx, "free:x"); len(ls) != 1 || ls[0] != free {
+		t.Errorf("Limits(free:x) = %v, want [free]", ls)
+	}
+}
+
+// An invalid limit from the function fails the operation.
+func TestWithLimitsFuncInvalidLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit core.Limit
+	}{
+		{"a zero quota", core.PerMinute(0)},
+		{"a non-whole-µs period", core.Per(1, 1500*time.Nanosecond)},
+		// The doc of WithLimitsFunc: "Limits it returns are validated on
+		// every call and an invalid one fails the operation." A name that
+		// Validate rejects would otherwise reach the RateLimit headers.
+		{"a name with a newline", core.PerMinute(5).Named("free\r\nX-Injected: 1")},
+		{"a name that is too long", core.PerMinute(5).Named(strings.Repeat("n", core.MaxNameLen+1))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" fails the operation", func(t *testing.T) {
+			fn := func(context.Context, string) []core.Limit { return []core.Limit{tt.limit} }
+			lim := newLimiter(t, newManualClock(t0), core.WithLimitsFunc(fn))
+			if d, err := lim.Allow(context.Background(), "k"); !errors.Is(err, core.ErrInvalidLimit) {
+				t.Errorf("Allow with limit %+v = %v, %v; want an error wrapping ErrInvalidLimit", tt.limit, resultOf(d), err)
+			}
+		})
+	}
+}
+
+// Post-hoc settlement through the Limiter: admit at an estimate, then
+// Charge the overage or Refund the unused part.
+func TestLimiterPostHocSettlement(t *testing.T) {
+	clock := newManualClock(t0)
+	lim := newLimiter(t, clock, core.PerMinute(100).WithAlgorithm(core.FixedWindow))
+	ctx := context.Background()
+	steps := []struct {
+		name string
+		do   func() (core.Decision, error)
+		want result
+	}{
+		{"admit at an estimate of 10", func() (core.Decision, error) { return lim.AllowN(ctx, "k", 10) }, ok(90, time.Minute)},
+		{"the real cost was 50: charge 40", func() (core.Decision, error) { return lim.Charge(ctx, "k", 40) }, ok(50, time.Minute)},
+		{"admit another at 10", func() (core.Decision, error) { return lim.AllowN(ctx, "k", 10) }, ok(40, time.Minute)},
+		{"it failed: refund its 10", func() (core.Decision, error) { return lim.Refund(ctx, "k", 10) }, ok(50, time.Minute)},
+		{"a huge response: charge 80, 30 over", func() (core.Decision, error) { return lim.Charge(ctx, "k", 80) }, denied(0, time.Minute, time.Minute)},
+		{"a peek sees the overage", func() (core.Decision, error) { return lim.Peek(ctx, "k") }, denied(0, time.Minute, time.Minute)},
+		{"a request of cost 1 waits for the window", func() (core.Decision, error) { return lim.Allow(ctx, "k") }, denied(0, time.Minute, time.Minute)},
+		{"reset forgets it all", func() (core.Decision, error) { return lim.Reset(ctx, "k") }, ok(100, 0)},
+		{"and the whole quota is back", func() (core.Decision, error) { return lim.PeekN(ctx, "k", 100) }, ok(100, 0)},
+	}
+	for _, s := range steps {
+		d, err := s.do()
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := resultOf(d); got != s.want {
+			t.Errorf("%s: got %v, want %v", s.name, got, s.want)
+		}
+	}
+}
