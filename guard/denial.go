@@ -1,0 +1,122 @@
+package guard
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// A Denial describes a denied request, for the DeniedHandler and the
+// OnDenied hook.
+type Denial struct {
+	// Rule is the index of the rule that denied: 0 for the Limiter passed
+	// to New, then the rules of WithRule in order.
+	Rule int
+	// Key is that rule's key.
+	Key string
+	// Cost is the request's cost.
+	Cost int64
+	// Decision is that rule's decision. Decision.Allowed is true when the
+	// request was denied for its queueing delay (Queued).
+	Decision core.Decision
+	// RetryAfter is the Retry-After sent, a whole number of seconds, at
+	// least 1; 0 when none is sent because the cost exceeds a limit's
+	// capacity (RetryAfter core.Never): no wait would let it pass, so no
+	// wait is advertised.
+	RetryAfter time.Duration
+	// Policies are the names of the violated policies, as in the
+	// RateLimit headers.
+	Policies []string
+	// Queued reports a denial for a LeakyBucket delay over the maximum
+	// (WithMaxDelay) rather than for quota; Retry-After is then the excess.
+	Queued bool
+	// DryRun reports that the request is not blocked (WithDryRun).
+	DryRun bool
+}
+
+// violated returns the names of the limits of d that deny: for a queued
+// denial, those whose delay exceeds maxDelay.
+func violated(d *core.Decision, queued bool, maxDelay time.Duration) []string {
+	var names []string
+	d.Each(func(s core.LimitState) {
+		if (!queued && !s.Allowed) || (queued && s.Delay > maxDelay) {
+			names = append(names, cleanName(s.Limit.PolicyName()))
+		}
+	})
+	if len(names) == 0 {
+		names = append(names, cleanName(d.Limit.PolicyName()))
+	}
+	return names
+}
+
+// A DeniedHandler writes the response to a denied request through w,
+// whose rate-limit headers and Retry-After are already set. Adapters pass
+// their own Writer: a handler written for one adapter may type-assert w
+// (and r) to reach the framework's context.
+type DeniedHandler func(w Writer, r keyfuncs.Request, d *Denial) error
+
+// An ErrorHandler writes the response to a request that cannot be
+// decided. err wraps one of ErrKey, ErrCost, ErrLimiter and ErrWait, and
+// the error behind it. It must not send err's text to the client.
+type ErrorHandler func(w Writer, r keyfuncs.Request, err error) error
+
+// ProblemType is the problem type of a 429 body: quota exceeded, from the
+// IANA HTTP Problem Types registry.
+const ProblemType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+// ContentTypeProblem is the media type of RFC 9457 problem details.
+const ContentTypeProblem = "application/problem+json"
+
+// DefaultDeniedHandler answers 429 Too Many Requests with an
+// application/problem+json body (RFC 9457), d.Problem().
+func DefaultDeniedHandler(w Writer, _ keyfuncs.Request, d *Denial) error {
+	w.SetHeader(HeaderContentType, ContentTypeProblem)
+	return w.WriteResponse(429, d.Problem())
+}
+
+// Problem returns the RFC 9457 problem details of d, in JSON, e.g.
+//
+//	{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded",
+//	"title":"Too Many Requests","status":429,"detail":"Retry after 17 seconds.",
+//	"violated-policies":["per-minute"]}
+//
+// on one line. For a cost above a limit's capacity the detail says that
+// the request can never pass.
+func (d *Denial) Problem() []byte {
+	b := make([]byte, 0, 192)
+	b = append(b, `{"type":"`+ProblemType+`","title":"Too Many Requests","status":429,"detail":"`...)
+	if d.RetryAfter > 0 {
+		b = append(b, "Retry after "...)
+		b = strconv.AppendInt(b, ceilSeconds(d.RetryAfter), 10)
+		b = append(b, " seconds."...)
+	} else {
+		b = append(b, "The request costs more than the policy allows at once; it cannot pass."...)
+	}
+	b = append(b, `","violated-policies":[`...)
+	for i, p := range d.Policies {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, p)
+	}
+	return append(b, "]}"...)
+}
+
+// appendJSONString appends s, printable ASCII, as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c > 0x7e:
+			b = append(b, '?')
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}

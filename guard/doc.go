@@ -1,0 +1,64 @@
+// Package guard is the request flow of Tollgate's HTTP middleware, written
+// once for every framework, and the encoding of the rate-limit headers and
+// of the 429 response.
+//
+// # The flow
+//
+// For each request, Guard.Serve runs:
+//
+//	skip?   WithSkip: pass straight to the handler
+//	key     each rule's key function (default keyfuncs.IP())
+//	cost    WithCost (default 1) or WithCostFunc
+//	decide  core.Limiter.AllowN on every rule, in order; a denial stops the
+//	        walk and refunds what earlier rules took
+//	wait    a LeakyBucket Decision.Delay: wait, cancelled with the request's
+//	        context, up to WithMaxDelay; a longer delay is refunded and denied
+//	headers RateLimit-Policy and RateLimit (WithHeaders), set before the
+//	        handler runs, since net/http cannot add headers afterwards
+//	deny    429 with Retry-After and a problem+json body (WithDeniedHandler)
+//	next    the handler
+//	settle  WithRefundOn, WithReportedCost, WithResponseCost: refund or
+//	        charge the difference between the admitted and the real cost
+//
+// Errors (a key function that fails, a store that fails or hangs past the
+// request's context) go to the ErrorHandler, whose default answers with a
+// status chosen by ErrorStatus (400 for a key the request lacks, 503 for a
+// store failure) and a generic body: error text never reaches a client.
+// WithDryRun decides, counts and sets headers but never blocks.
+//
+// # Writing an adapter
+//
+// An adapter implements two small interfaces over its framework, and
+// translates: keyfuncs.Request (the request view, shared with the key
+// functions) and Writer (set a header; write a status and a body). Then, in
+// its middleware:
+//
+//	g, err := guard.New(lim, opts...)           // once; panic on err
+//	...
+//	return g.Serve(req, w, func(ctx context.Context) guard.Result {
+//		// pass ctx on when it is not the request's own context,
+//		// call the next handler, and, if g.NeedsResult(), report
+//		// the status and body size it wrote
+//	})
+//
+// Framework-typed options (a key function over *gin.Context, echo's
+// Skipper, a denied handler writing through the framework) are
+// translations into Options: the adapter's Request and Writer carry the
+// framework's context, so a translated function type-asserts them.
+//
+// # Headers
+//
+// The default, HeadersDraft11, sends the Structured Field Lists of
+// draft-ietf-httpapi-ratelimit-headers-11:
+//
+//	RateLimit-Policy: "per-minute";q=100;w=60, "per-hour";q=1000;w=3600
+//	RateLimit: "per-minute";r=42;t=17
+//
+// w and t are whole seconds rounded up, and t is a delta. On a 429,
+// Retry-After is the time until the denied cost could pass, in whole
+// seconds rounded up (at least 1), and the RateLimit item of the denying
+// limit carries the same t, so Retry-After is never earlier than it. A
+// cost above a limit's capacity (RetryAfter core.Never) can never pass:
+// its 429 carries no Retry-After, because any finite value would promise
+// a success that will not come, and its body says so.
+package guard

@@ -1,0 +1,77 @@
+package guard
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// ErrorStatus returns the status DefaultErrorHandler answers err with:
+//
+//   - ErrKey: 400 Bad Request. The key is read from the request, and a
+//     request that lacks it (a missing API-key header) or carries a value
+//     out of bounds (keyfuncs.ErrKeyTooLong) is malformed for this
+//     endpoint; it must not pass unlimited, or omitting the key would
+//     escape the limit, and a 5xx would invite retries and count the
+//     client's mistake against the server's error budget. Exception:
+//     keyfuncs.ErrBadAddress, an unparsable peer address, which the server
+//     (its listener or a proxy protocol) produced: 500.
+//   - ErrCost: 400 for the cost function's error (the cost is read from
+//     the request); 500 for a negative cost, a programming error.
+//   - ErrLimiter: 503 for core.ErrUnavailable (the store failed under
+//     FailClosed, or the circuit breaker is open); 500 for invalid input (core.ErrInvalidLimit,
+//     ErrInvalidOp, ErrInvalidCost, ErrInvalidKey: a limit from
+//     WithLimitsFunc that does not validate is a configuration error);
+//     503 Service Unavailable for everything else: a failing, hanging or
+//     closed store, a cancelled context.
+//   - ErrWait, and any other error: 503.
+func ErrorStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrKey):
+		if errors.Is(err, keyfuncs.ErrBadAddress) {
+			return http.StatusInternalServerError
+		}
+		return http.StatusBadRequest
+	case errors.Is(err, ErrCost):
+		if errors.Is(err, core.ErrInvalidCost) {
+			return http.StatusInternalServerError
+		}
+		return http.StatusBadRequest
+	case errors.Is(err, ErrLimiter):
+		if errors.Is(err, core.ErrUnavailable) {
+			return http.StatusServiceUnavailable
+		}
+		if errors.Is(err, core.ErrInvalidLimit) || errors.Is(err, core.ErrInvalidOp) ||
+			errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidKey) {
+			return http.StatusInternalServerError
+		}
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusServiceUnavailable
+	}
+}
+
+// DefaultErrorHandler answers with ErrorStatus(err) and a generic
+// application/problem+json body, e.g.
+//
+//	{"type":"about:blank","title":"Service Unavailable","status":503}
+//
+// It never sends err's text: use WithOnError to log it.
+func DefaultErrorHandler(w Writer, _ keyfuncs.Request, err error) error {
+	status := ErrorStatus(err)
+	w.SetHeader(HeaderContentType, ContentTypeProblem)
+	return w.WriteResponse(status, errorProblem(status))
+}
+
+// errorProblem returns the generic problem body of status.
+func errorProblem(status int) []byte {
+	b := make([]byte, 0, 80)
+	b = append(b, `{"type":"about:blank","title":`...)
+	b = appendJSONString(b, http.StatusText(status))
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	return append(b, '}')
+}

@@ -1,0 +1,364 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// A Guard is the request flow of every adapter, written once:
+//
+//	skip? → key → cost → decide (every rule) → wait (LeakyBucket) →
+//	headers → deny, or call the handler → settle
+//
+// Create it with New and call Serve for every request. A Guard is
+// immutable and safe for concurrent use.
+type Guard struct {
+	rules     []rule
+	cost      int64
+	costFn    func(keyfuncs.Request) (int64, error)
+	skip      func(keyfuncs.Request) bool
+	denied    DeniedHandler
+	onErr     ErrorHandler
+	style     HeaderStyle
+	dryRun    bool
+	maxDelay  time.Duration
+	refundOn  func(int) bool
+	reported  bool
+	respCost  func(Result) int64
+	hookDeny  func(keyfuncs.Request, *Denial)
+	hookError func(keyfuncs.Request, error)
+
+	policy atomic.Pointer[policyCache] // the last RateLimit-Policy value
+}
+
+// New returns a Guard that limits requests with lim, keyed by
+// keyfuncs.IP() unless WithKeyFunc says otherwise, and by the further
+// rules of WithRule. It returns an error for a nil Limiter (in New or
+// WithRule), a negative cost or max delay, or an unknown header style.
+func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
+	c := config{cost: 1, maxDelay: DefaultMaxDelay}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if lim == nil {
+		return nil, errors.New("guard: New: nil *core.Limiter")
+	}
+	switch {
+	case c.cost < 0:
+		return nil, errors.New("guard: New: negative cost")
+	case c.maxDelay < 0:
+		return nil, errors.New("guard: New: negative max delay")
+	case c.style >= numStyles:
+		return nil, errors.New("guard: New: unknown header style")
+	}
+	g := &Guard{
+		rules:     append([]rule{{lim: lim, key: c.key}}, c.rules...),
+		cost:      c.cost,
+		costFn:    c.costFn,
+		skip:      c.skip,
+		denied:    c.denied,
+		onErr:     c.onErr,
+		style:     c.style,
+		dryRun:    c.dryRun,
+		maxDelay:  c.maxDelay,
+		refundOn:  c.refundOn,
+		reported:  c.reported,
+		respCost:  c.respCost,
+		hookDeny:  c.hookDeny,
+		hookError: c.hookError,
+	}
+	var ip keyfuncs.Func
+	for i := range g.rules {
+		ru := &g.rules[i]
+		if ru.lim == nil {
+			return nil, errors.New("guard: New: WithRule: nil *core.Limiter")
+		}
+		if ru.key == nil {
+			if ip == nil {
+				ip = keyfuncs.IP()
+			}
+			ru.key = ip
+		}
+	}
+	if g.denied == nil {
+		g.denied = DefaultDeniedHandler
+	}
+	if g.onErr == nil {
+		g.onErr = DefaultErrorHandler
+	}
+	return g, nil
+}
+
+// NeedsResult reports whether the Guard reads the Result that Next
+// returns (WithRefundOn, WithResponseCost). When it does not, an adapter
+// need not wrap its response writer to observe the status and size.
+func (g *Guard) NeedsResult() bool { return g.refundOn != nil || g.respCost != nil }
+
+// taken is one rule's decision for the current request.
+type taken struct {
+	rule int
+	key  string
+	d    core.Decision
+}
+
+// Serve runs the flow for one request: r is the adapter's view of the
+// request, w its response, next the rest of the chain. Serve calls next at
+// most once, and only when the request passes (or in dry run); otherwise it
+// writes a 429 or an error response through w. It returns the error of
+// w.WriteResponse or of the DeniedHandler or ErrorHandler, for frameworks
+// whose handlers return errors; the handler's own error is next's business.
+//
+// The rate-limit headers are set on w before next runs. Serve never
+// panics on a hostile request; a panic in next propagates, after the
+// request is settled as a 500.
+func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
+	ctx := r.Context()
+	if g.skip != nil && g.skip(r) {
+		next(ctx)
+		return nil
+	}
+	cost := g.cost
+	if g.costFn != nil {
+		c, err := g.costFn(r)
+		switch {
+		case err != nil:
+			return g.fail(w, r, next, &guardError{ErrCost, err})
+		case c < 0:
+			return g.fail(w, r, next, &guardError{ErrCost, errNegativeCost})
+		}
+		cost = c
+	}
+
+	var one [1]taken
+	ts := one[:0]
+	if len(g.rules) > 1 {
+		ts = make([]taken, 0, len(g.rules))
+	}
+	for i := range g.rules {
+		ru := &g.rules[i]
+		key, err := ru.key(r)
+		if err == nil && key == "" {
+			err = errEmptyKey
+		}
+		if err != nil {
+			if errors.Is(err, ErrSkipRule) {
+				continue
+			}
+			g.refund(r, ts, cost)
+			return g.fail(w, r, next, &guardError{ErrKey, err})
+		}
+		d, err := ru.lim.AllowN(ctx, key, cost)
+		if err != nil {
+			g.refund(r, ts, cost)
+			return g.fail(w, r, next, &guardError{ErrLimiter, err})
+		}
+		ts = append(ts, taken{rule: i, key: key, d: d})
+		if !d.Allowed {
+			g.refund(r, ts[:len(ts)-1], cost)
+			return g.deny(w, r, next, ts, len(ts)-1, cost, false)
+		}
+	}
+
+	if delay, at := longestDelay(ts); delay > 0 {
+		if delay > g.maxDelay {
+			g.refund(r, ts, cost)
+			return g.deny(w, r, next, ts, at, cost, true)
+		}
+		if !g.dryRun {
+			if err := sleep(ctx, delay); err != nil {
+				g.refund(r, ts, cost)
+				return g.fail(w, r, next, &guardError{ErrWait, err})
+			}
+		}
+	}
+	g.setHeaders(w, ts, nil)
+	g.pass(r, next, ts, cost)
+	return nil
+}
+
+// longestDelay returns the longest LeakyBucket delay among ts and where
+// it is.
+func longestDelay(ts []taken) (time.Duration, int) {
+	var delay time.Duration
+	at := 0
+	for i := range ts {
+		if d := ts[i].d.Delay; d > delay {
+			delay, at = d, i
+		}
+	}
+	return delay, at
+}
+
+// sleep waits for d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// deny answers a request that ts[at] denied: by its limits, or, when
+// queued, by a LeakyBucket delay over the maximum.
+func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ts []taken, at int, cost int64, queued bool) error {
+	t := &ts[at]
+	dn := &Denial{
+		Rule:     t.rule,
+		Key:      t.key,
+		Cost:     cost,
+		Decision: t.d,
+		Queued:   queued,
+		DryRun:   g.dryRun,
+	}
+	retry := t.d.RetryAfter
+	if queued {
+		retry = t.d.Delay - g.maxDelay
+	}
+	if retry != core.Never {
+		dn.RetryAfter = time.Duration(max(1, ceilSeconds(retry))) * time.Second
+	}
+	dn.Policies = violated(&t.d, queued, g.maxDelay)
+	g.setHeaders(w, ts, dn)
+	if g.hookDeny != nil {
+		g.hookDeny(r, dn)
+	}
+	if g.dryRun {
+		next(r.Context())
+		return nil
+	}
+	return g.denied(w, r, dn)
+}
+
+// fail answers a request that cannot be decided.
+func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, err error) error {
+	if g.hookError != nil {
+		g.hookError(r, err)
+	}
+	if g.dryRun {
+		next(r.Context())
+		return nil
+	}
+	return g.onErr(w, r, err)
+}
+
+// refund gives cost back to every rule of ts, which all admitted it.
+func (g *Guard) refund(r keyfuncs.Request, ts []taken, cost int64) {
+	if cost == 0 || len(ts) == 0 {
+		return
+	}
+	g.adjust(r, ts, -cost)
+}
+
+// adjust charges (diff > 0) or refunds (diff < 0) every rule of ts. It
+// runs after the handler or on the way out, so it ignores the request's
+// cancellation.
+func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
+	ctx := context.WithoutCancel(r.Context())
+	for i := range ts {
+		t := &ts[i]
+		lim := g.rules[t.rule].lim
+		var err error
+		if diff > 0 {
+			_, err = lim.Charge(ctx, t.key, diff)
+		} else {
+			_, err = lim.Refund(ctx, t.key, -diff)
+		}
+		if err != nil && g.hookError != nil {
+			g.hookError(r, &guardError{ErrLimiter, err})
+		}
+	}
+}
+
+// pass calls the handler and settles the request afterwards.
+func (g *Guard) pass(r keyfuncs.Request, next Next, ts []taken, cost int64) {
+	ctx := r.Context()
+	if !g.reported && !g.NeedsResult() {
+		next(ctx)
+		return
+	}
+	var slot *costSlot
+	if g.reported {
+		slot = new(costSlot)
+		ctx = context.WithValue(ctx, slotKey{}, slot)
+	}
+	done := false
+	defer func() {
+		if !done { // next panicked: settle as a server error
+			g.settle(r, ts, cost, Result{Status: 500}, slot)
+		}
+	}()
+	res := next(ctx)
+	done = true
+	g.settle(r, ts, cost, res, slot)
+}
+
+// settle charges or refunds the difference between the admitted cost and
+// the real one.
+func (g *Guard) settle(r keyfuncs.Request, ts []taken, cost int64, res Result, slot *costSlot) {
+	var actual int64
+	switch {
+	case g.refundOn != nil && g.refundOn(res.Status):
+		actual = 0
+	case slot != nil && slot.set.Load():
+		actual = slot.n.Load()
+	case g.respCost != nil:
+		actual = g.respCost(res)
+	default:
+		return
+	}
+	if diff := max(actual, 0) - cost; diff != 0 {
+		g.adjust(r, ts, diff)
+	}
+}
+
+// ErrSkipRule, returned by a rule's key function, exempts the request from
+// that rule: a per-user rule, say, for an anonymous request. Optional turns
+// a key function's "no key" into ErrSkipRule.
+var ErrSkipRule = errors.New("guard: skip rule")
+
+// Optional returns a key function that returns ErrSkipRule where fn
+// returns an error matching keyfuncs.ErrNoKey, so that requests without
+// that key are exempt from the rule instead of failing with 400. Other
+// errors pass through.
+func Optional(fn keyfuncs.Func) keyfuncs.Func {
+	return func(r keyfuncs.Request) (string, error) {
+		k, err := fn(r)
+		if err != nil && errors.Is(err, keyfuncs.ErrNoKey) {
+			return "", ErrSkipRule
+		}
+		return k, err
+	}
+}
+
+var (
+	errEmptyKey     = &wrapped{"empty key", keyfuncs.ErrNoKey}
+	errNegativeCost = &wrapped{"negative cost", core.ErrInvalidCost}
+)
+
+// wrapped is a fixed error wrapping another.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (e *wrapped) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *wrapped) Unwrap() error { return e.err }
+
+// guardError pairs a sentinel of this package with the error behind it.
+type guardError struct {
+	kind error
+	err  error
+}
+
+func (e *guardError) Error() string   { return e.kind.Error() + ": " + e.err.Error() }
+func (e *guardError) Unwrap() []error { return []error{e.kind, e.err} }

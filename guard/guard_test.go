@@ -1,0 +1,481 @@
+package guard_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+func TestNewRejectsProgrammerErrors(t *testing.T) {
+	e := newEnv(t)
+	lim := e.limiter(t, fixed(1, time.Minute, "m"))
+	tests := []struct {
+		name string
+		lim  *core.Limiter
+		opts []guard.Option
+	}{
+		{"a nil limiter", nil, nil},
+		{"a nil limiter in a rule", lim, []guard.Option{guard.WithRule(nil, nil)}},
+		{"a negative cost", lim, []guard.Option{guard.WithCost(-1)}},
+		{"a negative max delay", lim, []guard.Option{guard.WithMaxDelay(-time.Second)}},
+		{"an unknown header style", lim, []guard.Option{guard.WithHeaders(99)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := guard.New(tt.lim, tt.opts...); err == nil {
+				t.Errorf("New(%s) = nil error, want one", tt.name)
+			}
+		})
+	}
+	if _, err := guard.New(lim, nil); err != nil {
+		t.Errorf("New with a nil option: %v", err)
+	}
+}
+
+func TestErrorStatus(t *testing.T) {
+	wrap := func(kind, err error) error { return errors.Join(kind, err) }
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"a missing key is the client's", wrap(guard.ErrKey, keyfuncs.ErrNoKey), 400},
+		{"a key too long is the client's", wrap(guard.ErrKey, keyfuncs.ErrKeyTooLong), 400},
+		{"an unparsable peer address is the server's", wrap(guard.ErrKey, keyfuncs.ErrBadAddress), 500},
+		{"a cost function error is the client's", wrap(guard.ErrCost, errors.New("bad")), 400},
+		{"a negative cost is a bug", wrap(guard.ErrCost, core.ErrInvalidCost), 500},
+		{"an invalid limit is a bug", wrap(guard.ErrLimiter, core.ErrInvalidLimit), 500},
+		{"an invalid op is a bug", wrap(guard.ErrLimiter, core.ErrInvalidOp), 500},
+		{"a failing store is unavailable", wrap(guard.ErrLimiter, guardtest.ErrStore), 503},
+		{"a closed store is unavailable", wrap(guard.ErrLimiter, core.ErrClosed), 503},
+		{"a store timeout is unavailable", wrap(guard.ErrLimiter, context.DeadlineExceeded), 503},
+		{"an unavailable store is a 503 even if it also wraps invalid input", wrap(guard.ErrLimiter, errors.Join(core.ErrUnavailable, core.ErrInvalidOp)), 503},
+		{"a cancelled wait is unavailable", wrap(guard.ErrWait, context.Canceled), 503},
+		{"anything else is unavailable", errors.New("?"), 503},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := guard.ErrorStatus(tt.err); got != tt.want {
+				t.Errorf("ErrorStatus(%v) = %d, want %d", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorsReachTheHookNotTheClient(t *testing.T) {
+	lim := limiterOn(t, guardtest.FailingStore{}, guardtest.NewClock(guardtest.Epoch), fixed(1, time.Minute, "m"))
+	var got error
+	g := mustNew(t, lim, guard.WithOnError(func(_ keyfuncs.Request, err error) { got = err }))
+	rec, ran := served(t, g, request("192.0.2.1:1"))
+	if ran || rec.status != 503 {
+		t.Fatalf("failing store: status %d, next ran %v; want 503 and not run", rec.status, ran)
+	}
+	if !errors.Is(got, guard.ErrLimiter) || !errors.Is(got, guardtest.ErrStore) {
+		t.Errorf("OnError got %v, want it to match ErrLimiter and the store's error", got)
+	}
+	if strings.Contains(rec.body, "secret") || !json.Valid([]byte(rec.body)) {
+		t.Errorf("body %q: want generic valid JSON", rec.body)
+	}
+	if ct := rec.header.Get("Content-Type"); ct != guard.ContentTypeProblem {
+		t.Errorf("Content-Type = %q, want %q", ct, guard.ContentTypeProblem)
+	}
+}
+
+func TestHangingStoreEndsWithTheRequestContext(t *testing.T) {
+	lim := limiterOn(t, guardtest.HangingStore{}, guardtest.NewClock(guardtest.Epoch), fixed(1, time.Minute, "m"))
+	g := mustNew(t, lim)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rec, ran := served(t, g, request("192.0.2.1:1").WithContext(ctx))
+	if ran || rec.status != 503 {
+		t.Errorf("hanging store: status %d, next ran %v; want 503 and not run", rec.status, ran)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("hanging store held the request %v", d)
+	}
+}
+
+func TestKeyErrors(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name   string
+		key    keyfuncs.Func
+		remote string
+		want   int
+	}{
+		{"an empty key from a custom function is a 400", func(keyfuncs.Request) (string, error) { return "", nil }, "192.0.2.1:1", 400},
+		{"a missing header is a 400", keyfuncs.Header("X-Key"), "192.0.2.1:1", 400},
+		{"an unparsable peer address is a 500", nil, "not-an-address", 500},
+		{"an empty peer address is a 400", nil, "", 400},
+		{"a huge key is hashed by the store and passes", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", 1<<20), nil }, "192.0.2.1:1", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := mustNew(t, e.limiter(t, fixed(5, time.Minute, "m")), guard.WithKeyFunc(tt.key))
+			rec, _ := served(t, g, request(tt.remote))
+			if rec.status != tt.want {
+				t.Errorf("status = %d, want %d", rec.status, tt.want)
+			}
+		})
+	}
+}
+
+func TestSeveralRulesRefundEarlierRulesOnDenial(t *testing.T) {
+	e := newEnv(t)
+	perIP := e.limiter(t, fixed(10, time.Minute, "per-ip"))
+	perUser := e.limiter(t, fixed(1, time.Minute, "per-user"))
+	perTenant := e.limiter(t, fixed(100, time.Minute, "per-tenant"))
+	user := keyfuncs.Join(":", keyfuncs.Static("user"), keyfuncs.Header("X-User"))
+	tenant := keyfuncs.Join(":", keyfuncs.Static("tenant"), keyfuncs.Static("acme"))
+	var denials []*guard.Denial
+	g := mustNew(t, perIP, guard.WithCost(2),
+		guard.WithRule(perUser, guard.Optional(user)),
+		guard.WithRule(perTenant, tenant),
+		guard.WithOnDenied(func(_ keyfuncs.Request, d *guard.Denial) { c := *d; denials = append(denials, &c) }))
+
+	req := request("192.0.2.1:1")
+	req.Header.Set("X-User", "alice")
+	if rec, _ := served(t, g, req); rec.status != 429 {
+		// cost 2 > per-user capacity 1: denied by rule 1, never passes
+		t.Fatalf("status = %d, want 429", rec.status)
+	}
+	if got := remaining(t, perIP, "192.0.2.1"); got != 10 {
+		t.Errorf("per-ip remaining after a per-user denial = %d, want 10 (refunded)", got)
+	}
+	if got := remaining(t, perTenant, "tenant:acme"); got != 100 {
+		t.Errorf("per-tenant remaining = %d, want 100 (never consulted)", got)
+	}
+	if len(denials) != 1 || denials[0].Rule != 1 || denials[0].Key != "user:alice" || denials[0].RetryAfter != 0 {
+		t.Errorf("denials = %+v, want one by rule 1 for user:alice without Retry-After", denials)
+	}
+
+	// An anonymous request skips the per-user rule.
+	if rec, _ := served(t, g, request("192.0.2.1:1")); rec.status != 200 {
+		t.Fatalf("anonymous: status = %d, want 200", rec.status)
+	}
+	if got := remaining(t, perIP, "192.0.2.1"); got != 8 {
+		t.Errorf("per-ip remaining = %d, want 8", got)
+	}
+	if got := remaining(t, perTenant, "tenant:acme"); got != 98 {
+		t.Errorf("per-tenant remaining = %d, want 98", got)
+	}
+}
+
+func TestStoreErrorInALaterRuleRefundsEarlierRules(t *testing.T) {
+	e := newEnv(t)
+	perIP := e.limiter(t, fixed(10, time.Minute, "per-ip"))
+	broken := limiterOn(t, guardtest.FailingStore{}, e.clock, fixed(1, time.Minute, "broken"))
+	g := mustNew(t, perIP, guard.WithRule(broken, keyfuncs.Static("x")))
+	if rec, _ := served(t, g, request("192.0.2.1:1")); rec.status != 503 {
+		t.Fatalf("status = %d, want 503", rec.status)
+	}
+	if got := remaining(t, perIP, "192.0.2.1"); got != 10 {
+		t.Errorf("per-ip remaining = %d, want 10 (refunded)", got)
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	e := newEnv(t)
+	lim := e.limiter(t, fixed(1, time.Minute, "m"))
+	var denied []bool
+	g := mustNew(t, lim, guard.WithDryRun(true),
+		guard.WithOnDenied(func(_ keyfuncs.Request, d *guard.Denial) { denied = append(denied, d.DryRun) }))
+	for i := range 3 {
+		rec, ran := served(t, g, request("192.0.2.1:1"))
+		if !ran || rec.writes != 0 {
+			t.Fatalf("request %d: next ran %v, writes %d; dry run must pass", i, ran, rec.writes)
+		}
+		if rec.header.Get("Retry-After") != "" || rec.header.Get(guard.HeaderRateLimit) == "" {
+			t.Errorf("request %d: headers %v, want RateLimit and no Retry-After", i, rec.header)
+		}
+	}
+	if len(denied) != 2 || !denied[0] || !denied[1] {
+		t.Errorf("OnDenied DryRun flags = %v, want [true true]", denied)
+	}
+	if got := remaining(t, lim, "192.0.2.1"); got != 0 {
+		t.Errorf("remaining = %d, want 0: dry run counts as the real mode does", got)
+	}
+}
+
+func TestLeakyBucket(t *testing.T) {
+	leaky := core.Per(10, time.Second).WithAlgorithm(core.LeakyBucket).Named("leaky") // one per 100ms
+
+	t.Run("a queued request waits its delay", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t)
+			g := mustNew(t, e.limiter(t, leaky), guard.WithMaxDelay(time.Second))
+			served(t, g, request("192.0.2.1:1"))
+			start := time.Now()
+			rec, ran := served(t, g, request("192.0.2.1:1"))
+			if !ran || rec.status != 200 {
+				t.Fatalf("status %d, ran %v; want 200 after a wait", rec.status, ran)
+			}
+			if d := time.Since(start); d != 100*time.Millisecond {
+				t.Errorf("waited %v, want 100ms", d)
+			}
+		})
+	})
+
+	t.Run("a wait ends with the request's context, and is refunded", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t)
+			lim := e.limiter(t, leaky)
+			var errs []error
+			g := mustNew(t, lim, guard.WithMaxDelay(time.Second),
+				guard.WithOnError(func(_ keyfuncs.Request, err error) { errs = append(errs, err) }))
+			for range 5 { // queue: the next request would wait 500ms
+				lim.Allow(context.Background(), "192.0.2.1")
+			}
+			before := remaining(t, lim, "192.0.2.1")
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			rec, ran := served(t, g, request("192.0.2.1:1").WithContext(ctx))
+			if ran || rec.status != 503 {
+				t.Errorf("status %d, ran %v; want 503, not run", rec.status, ran)
+			}
+			if d := time.Since(start); d != 50*time.Millisecond {
+				t.Errorf("waited %v, want 50ms (the context's deadline)", d)
+			}
+			if len(errs) != 1 || !errors.Is(errs[0], guard.ErrWait) || !errors.Is(errs[0], context.DeadlineExceeded) {
+				t.Errorf("errors = %v, want one matching ErrWait and DeadlineExceeded", errs)
+			}
+			if got := remaining(t, lim, "192.0.2.1"); got != before {
+				t.Errorf("remaining = %d, want %d (refunded)", got, before)
+			}
+		})
+	})
+
+	t.Run("a delay over the maximum is refunded and denied with the excess", func(t *testing.T) {
+		e := newEnv(t)
+		lim := e.limiter(t, leaky)
+		var dn *guard.Denial
+		g := mustNew(t, lim, guard.WithMaxDelay(150*time.Millisecond),
+			guard.WithOnDenied(func(_ keyfuncs.Request, d *guard.Denial) { c := *d; dn = &c }))
+		for range 3 {
+			lim.Allow(context.Background(), "192.0.2.1")
+		}
+		before := remaining(t, lim, "192.0.2.1")
+		rec, ran := served(t, g, request("192.0.2.1:1")) // delay 300ms
+		if ran || rec.status != 429 {
+			t.Fatalf("status %d, ran %v; want 429", rec.status, ran)
+		}
+		if got := rec.header.Get("Retry-After"); got != "1" {
+			t.Errorf("Retry-After = %q, want 1 (150ms excess, rounded up)", got)
+		}
+		if dn == nil || !dn.Queued || dn.RetryAfter != time.Second || len(dn.Policies) != 1 || dn.Policies[0] != "leaky" {
+			t.Errorf("denial = %+v, want queued, 1s, [leaky]", dn)
+		}
+		if got := remaining(t, lim, "192.0.2.1"); got != before {
+			t.Errorf("remaining = %d, want %d (refunded)", got, before)
+		}
+	})
+
+	t.Run("dry run does not wait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t)
+			g := mustNew(t, e.limiter(t, leaky), guard.WithDryRun(true))
+			served(t, g, request("192.0.2.1:1"))
+			start := time.Now()
+			served(t, g, request("192.0.2.1:1"))
+			if d := time.Since(start); d != 0 {
+				t.Errorf("dry run waited %v", d)
+			}
+		})
+	})
+}
+
+func TestSettle(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   []guard.Option
+		status int
+		report int64 // <0: none
+		want   int64 // remaining of 10 after one request
+	}{
+		{"nothing to settle keeps the admitted cost", nil, 200, -1, 9},
+		{"a 5xx is refunded", []guard.Option{guard.WithRefundOn(guard.ServerErrors)}, 502, -1, 10},
+		{"a 4xx is not", []guard.Option{guard.WithRefundOn(guard.ServerErrors)}, 404, -1, 9},
+		{"a reported cost is charged", []guard.Option{guard.WithReportedCost()}, 200, 4, 6},
+		{"a reported zero is refunded", []guard.Option{guard.WithReportedCost()}, 200, 0, 10},
+		{"a reported negative cost counts as zero", []guard.Option{guard.WithReportedCost()}, 200, -5, 10},
+		{"refund on status wins over a report", []guard.Option{guard.WithReportedCost(), guard.WithRefundOn(guard.ServerErrors)}, 500, 7, 10},
+		{"a report wins over the response cost", []guard.Option{guard.WithReportedCost(), guard.WithResponseCost(func(guard.Result) int64 { return 9 })}, 200, 3, 7},
+		{"the response cost applies without a report", []guard.Option{guard.WithReportedCost(), guard.WithResponseCost(func(r guard.Result) int64 { return r.Bytes })}, 200, -1, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			lim := e.limiter(t, fixed(10, time.Minute, "m"))
+			g := mustNew(t, lim, tt.opts...)
+			err := g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), newRecorder(), func(ctx context.Context) guard.Result {
+				if tt.report == -5 {
+					guard.ReportCost(ctx, -5)
+				} else if tt.report >= 0 {
+					guard.ReportCost(ctx, tt.report)
+				}
+				return guard.Result{Status: tt.status, Bytes: 2}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := remaining(t, lim, "192.0.2.1"); got != tt.want {
+				t.Errorf("remaining = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAddCostFromManyGoroutines(t *testing.T) {
+	e := newEnv(t)
+	lim := e.limiter(t, fixed(1000, time.Minute, "m"))
+	g := mustNew(t, lim, guard.WithReportedCost())
+	_ = g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), newRecorder(), func(ctx context.Context) guard.Result {
+		done := make(chan struct{})
+		for range 10 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for range 10 {
+					guard.AddCost(ctx, 1)
+				}
+			}()
+		}
+		for range 10 {
+			<-done
+		}
+		return guard.Result{Status: 200}
+	})
+	if got := remaining(t, lim, "192.0.2.1"); got != 900 {
+		t.Errorf("remaining = %d, want 900", got)
+	}
+	if guard.ReportCost(context.Background(), 1) || guard.AddCost(context.Background(), 1) {
+		t.Error("ReportCost on a context without a slot reported true")
+	}
+}
+
+func TestPanicInHandlerIsSettledAsA500(t *testing.T) {
+	e := newEnv(t)
+	lim := e.limiter(t, fixed(10, time.Minute, "m"))
+	g := mustNew(t, lim, guard.WithRefundOn(guard.ServerErrors))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the handler's panic did not propagate")
+			}
+		}()
+		_ = g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), newRecorder(), func(context.Context) guard.Result {
+			panic("boom")
+		})
+	}()
+	if got := remaining(t, lim, "192.0.2.1"); got != 10 {
+		t.Errorf("remaining = %d, want 10 (refunded as a 500)", got)
+	}
+}
+
+func TestSkip(t *testing.T) {
+	e := newEnv(t)
+	lim := e.limiter(t, fixed(1, time.Minute, "m"))
+	var keyCalls atomic.Int32
+	g := mustNew(t, lim,
+		guard.WithSkip(func(r keyfuncs.Request) bool { return r.Header("X-Internal") == "1" }),
+		guard.WithKeyFunc(func(r keyfuncs.Request) (string, error) { keyCalls.Add(1); return "k", nil }))
+	req := request("192.0.2.1:1")
+	req.Header.Set("X-Internal", "1")
+	for range 3 {
+		if rec, ran := served(t, g, req); !ran || len(rec.header) != 0 {
+			t.Fatalf("skipped request: ran %v, headers %v", ran, rec.header)
+		}
+	}
+	if keyCalls.Load() != 0 {
+		t.Errorf("key function called %d times for skipped requests", keyCalls.Load())
+	}
+}
+
+func TestRetryAfterIsNeverEarlierThanT(t *testing.T) {
+	algs := []core.Algorithm{core.FixedWindow, core.SlidingWindow, core.SlidingLog, core.BucketedWindow, core.TokenBucket, core.GCRA}
+	for _, alg := range algs {
+		t.Run(alg.String(), func(t *testing.T) {
+			e := newEnv(t)
+			lim := e.limiter(t, core.Per(3, 10*time.Second).WithAlgorithm(alg).Named("p"), core.Per(5, time.Minute).WithAlgorithm(alg).Named("q"))
+			g := mustNew(t, lim)
+			denials := 0
+			for i := range 40 {
+				e.clock.Advance(700 * time.Millisecond)
+				rec, _ := served(t, g, request("192.0.2.1:1"))
+				if rec.status != 429 {
+					continue
+				}
+				denials++
+				ra, err := strconv.Atoi(rec.header.Get("Retry-After"))
+				rl := rec.header.Get(guard.HeaderRateLimit)
+				_, tv, _ := strings.Cut(rl, ";t=")
+				tt, err2 := strconv.Atoi(tv)
+				if err != nil || err2 != nil || ra < tt || ra < 1 {
+					t.Errorf("request %d: Retry-After %q earlier than RateLimit %q", i, rec.header.Get("Retry-After"), rl)
+				}
+			}
+			if denials == 0 {
+				t.Error("no request was denied")
+			}
+		})
+	}
+}
+
+func TestProblemBodiesAreValidJSON(t *testing.T) {
+	d := &guard.Denial{RetryAfter: 17 * time.Second, Policies: []string{`we"ird\name`, "per-hour"}}
+	var p struct {
+		Type     string   `json:"type"`
+		Title    string   `json:"title"`
+		Status   int      `json:"status"`
+		Detail   string   `json:"detail"`
+		Violated []string `json:"violated-policies"`
+	}
+	if err := json.Unmarshal(d.Problem(), &p); err != nil {
+		t.Fatalf("Problem() = %s: %v", d.Problem(), err)
+	}
+	if p.Type != guard.ProblemType || p.Status != 429 || p.Title != "Too Many Requests" || len(p.Violated) != 2 || p.Violated[0] != `we"ird\name` {
+		t.Errorf("Problem() decodes to %+v", p)
+	}
+	for _, err := range []error{
+		errors.Join(guard.ErrKey, keyfuncs.ErrNoKey),
+		errors.Join(guard.ErrCost, core.ErrInvalidCost),
+		errors.Join(guard.ErrLimiter, guardtest.ErrStore),
+	} {
+		rec := newRecorder()
+		_ = guard.DefaultErrorHandler(rec, nil, err)
+		var p struct {
+			Status int    `json:"status"`
+			Title  string `json:"title"`
+		}
+		if e := json.Unmarshal([]byte(rec.body), &p); e != nil || p.Status != rec.status || p.Title != http.StatusText(rec.status) {
+			t.Errorf("error body %q for status %d: %+v, %v", rec.body, rec.status, p, e)
+		}
+	}
+}
+
+// errWriter fails every write, as a client gone away does.
+type errWriter struct{ *recorder }
+
+func (errWriter) WriteResponse(int, []byte) error { return http.ErrHandlerTimeout }
+
+func TestServeReturnsTheWriteError(t *testing.T) {
+	e := newEnv(t)
+	g := mustNew(t, e.limiter(t, fixed(1, time.Minute, "m")), guard.WithCost(2))
+	err := g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), errWriter{newRecorder()}, func(context.Context) guard.Result { return guard.Result{} })
+	if !errors.Is(err, http.ErrHandlerTimeout) {
+		t.Errorf("Serve = %v, want the writer's error", err)
+	}
+}

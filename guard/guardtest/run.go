@@ -1,0 +1,193 @@
+package guardtest
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// Config is what Run hands an adapter's build function for one case.
+type Config struct {
+	// Limiter is the limiter to pass to the adapter's New.
+	Limiter *core.Limiter
+	// Options are the options to pass to the adapter's New, after
+	// translation if the adapter's Option is not guard.Option.
+	Options []guard.Option
+	// App is the application handler to put behind the middleware (see
+	// App). Every request, whatever its method and path, must reach the
+	// middleware and then App.
+	App http.Handler
+}
+
+// A Case is one scenario of the table: a fresh limiter and middleware, and
+// requests sent in order.
+type Case struct {
+	// Name reads as a sentence.
+	Name string
+	// Limits are the limits of Config.Limiter.
+	Limits []core.Limit
+	// Store, when set, returns the store of Config.Limiter (and of the
+	// rules); default: a memstore on the case's clock.
+	Store func() core.Store
+	// Options returns the case's options; rules are built from lims,
+	// limiters over the same store and clock as Config.Limiter.
+	Options func(lims func(...core.Limit) *core.Limiter) []guard.Option
+	// Steps are the requests, in order.
+	Steps []Step
+}
+
+// A Step is one request and what its response must be.
+type Step struct {
+	// Advance moves the case's clock before the request.
+	Advance time.Duration
+	// Method defaults to GET; Target (path and query) to "/".
+	Method, Target string
+	// RemoteAddr defaults to "192.0.2.1:1234".
+	RemoteAddr string
+	// Header holds request headers.
+	Header map[string]string
+	// Status is the expected status.
+	Status int
+	// Want holds expected response headers: "" means absent.
+	Want map[string]string
+	// Body is the expected body, exactly.
+	Body string
+}
+
+// A Check is an extra assertion Run applies to every response, e.g. a
+// structured-field parse of the rate-limit headers.
+type Check func(t *testing.T, c *Case, s *Step, resp *http.Response, body []byte)
+
+// Run runs every case of Cases through the middleware that build returns,
+// and checks each response's status, the headers the step names, and the
+// body, plus checks. Every adapter runs the same table, so all give the
+// same statuses, headers and bodies.
+func Run(t *testing.T, build func(t *testing.T, cfg Config) http.Handler, checks ...Check) {
+	t.Helper()
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			runCase(t, &c, build, checks)
+		})
+	}
+}
+
+func runCase(t *testing.T, c *Case, build func(*testing.T, Config) http.Handler, checks []Check) {
+	t.Helper()
+	clock := NewClock(Epoch)
+	var st core.Store
+	if c.Store != nil {
+		st = c.Store()
+	} else {
+		ms := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
+		t.Cleanup(func() { ms.Close() })
+		st = ms
+	}
+	lims := func(ls ...core.Limit) *core.Limiter {
+		opts := []core.Option{core.WithClock(clock)}
+		for _, l := range ls {
+			opts = append(opts, l)
+		}
+		lim, err := core.New(st, opts...)
+		if err != nil {
+			t.Fatalf("core.New: %v", err)
+		}
+		return lim
+	}
+	cfg := Config{Limiter: lims(c.Limits...), App: App()}
+	if c.Options != nil {
+		cfg.Options = c.Options(lims)
+	}
+	h := build(t, cfg)
+	for i := range c.Steps {
+		s := &c.Steps[i]
+		clock.Advance(s.Advance)
+		method, target := s.Method, s.Target
+		if method == "" {
+			method = http.MethodGet
+		}
+		if target == "" {
+			target = "/"
+		}
+		req := httptest.NewRequest(method, target, nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		if s.RemoteAddr != "" {
+			req.RemoteAddr = s.RemoteAddr
+		}
+		for k, v := range s.Header {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		resp := rec.Result()
+		body, _ := io.ReadAll(resp.Body)
+		where := fmt.Sprintf("step %d (%s %s)", i, method, target)
+		if resp.StatusCode != s.Status {
+			t.Errorf("%s: status = %d, want %d (body %q)", where, resp.StatusCode, s.Status, body)
+		}
+		for k, want := range s.Want {
+			vals := resp.Header.Values(k)
+			switch {
+			case want == "" && len(vals) > 0:
+				t.Errorf("%s: header %s = %q, want none", where, k, vals)
+			case want != "" && (len(vals) != 1 || vals[0] != want):
+				t.Errorf("%s: header %s = %q, want %q", where, k, vals, want)
+			}
+		}
+		if string(body) != s.Body {
+			t.Errorf("%s: body = %s, want %s", where, body, s.Body)
+		}
+		if strings.Contains(string(body), "secret") {
+			t.Errorf("%s: body leaks an error's text: %s", where, body)
+		}
+		for _, check := range checks {
+			check(t, c, s, resp, body)
+		}
+	}
+}
+
+// Problem429 returns the expected body of a 429: the problem details with
+// a Retry-After of retry seconds (0: the cost can never pass) and the
+// violated policies.
+func Problem429(retry int, policies ...string) string {
+	detail := "The request costs more than the policy allows at once; it cannot pass."
+	if retry > 0 {
+		detail = fmt.Sprintf("Retry after %d seconds.", retry)
+	}
+	quoted := make([]string, len(policies))
+	for i, p := range policies {
+		quoted[i] = `"` + p + `"`
+	}
+	return `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,` +
+		`"detail":"` + detail + `","violated-policies":[` + strings.Join(quoted, ",") + `]}`
+}
+
+// ProblemStatus returns the expected body of an error response.
+func ProblemStatus(status int) string {
+	return fmt.Sprintf(`{"type":"about:blank","title":%q,"status":%d}`, http.StatusText(status), status)
+}
+
+// header builds a Want map from pairs.
+func header(kv ...string) map[string]string {
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// keyHeader is a key function over the X-Client header, so that the table
+// does not depend on how a framework reports the peer address.
+func keyHeader() keyfuncs.Func { return keyfuncs.Header("X-Client") }
+
+func fixed(n int64, d time.Duration, name string) core.Limit {
+	return core.Per(n, d).WithAlgorithm(core.FixedWindow).Named(name)
+}

@@ -1,0 +1,133 @@
+package guard_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// headersFor serves one request against a store that answers d, in style.
+func headersFor(t *testing.T, d core.Decision, style guard.HeaderStyle) *recorder {
+	t.Helper()
+	lim := limiterOn(t, stubStore{d}, guardtest.NewClock(guardtest.Epoch), fixed(1, time.Minute, "m"))
+	g := mustNew(t, lim, guard.WithHeaders(style))
+	rec, _ := served(t, g, request("192.0.2.1:1"))
+	return rec
+}
+
+func TestHeaderValues(t *testing.T) {
+	lim := core.Per(100, 90*time.Second+time.Millisecond).Named("odd")
+	tests := []struct {
+		name  string
+		d     core.Decision
+		style guard.HeaderStyle
+		want  map[string]string
+	}{
+		{"w and t are whole seconds rounded up", core.Decision{Allowed: true, Limit: lim, Remaining: 42, ResetAfter: 16*time.Second + time.Nanosecond}, guard.HeadersDraft11,
+			map[string]string{guard.HeaderRateLimitPolicy: `"odd";q=100;w=91`, guard.HeaderRateLimit: `"odd";r=42;t=17`}},
+		{"a reset under a second is 1", core.Decision{Allowed: true, Limit: lim, Remaining: 1, ResetAfter: time.Microsecond}, guard.HeadersDraft11,
+			map[string]string{guard.HeaderRateLimit: `"odd";r=1;t=1`}},
+		{"negative remaining is 0", core.Decision{Allowed: true, Limit: lim, Remaining: -5}, guard.HeadersDraft11,
+			map[string]string{guard.HeaderRateLimit: `"odd";r=0;t=0`}},
+		{"a Never reset is clamped to an sf-integer", core.Decision{Allowed: true, Limit: lim, ResetAfter: core.Never}, guard.HeadersDraft11,
+			map[string]string{guard.HeaderRateLimit: `"odd";r=0;t=9223372037`}},
+		{"an unnamed limit gets its derived name", core.Decision{Allowed: true, Limit: core.PerHour(5), Remaining: 4, ResetAfter: time.Hour}, guard.HeadersDraft11,
+			map[string]string{guard.HeaderRateLimitPolicy: `"5-per-1h";q=5;w=3600`, guard.HeaderRateLimit: `"5-per-1h";r=4;t=3600`}},
+		{"hostile name bytes are replaced, quotes and backslashes escaped", core.Decision{Allowed: true, Limit: core.PerHour(5).Named("a\"b\\c\r\nd\x00é"), Remaining: 4}, guard.HeadersDraft11,
+			map[string]string{guard.HeaderRateLimit: `"a\"b\\c??d???";r=4;t=0`}},
+		{"draft-06", core.Decision{Allowed: true, Limit: lim, Remaining: 42, ResetAfter: 17 * time.Second}, guard.HeadersDraft06,
+			map[string]string{guard.HeaderRateLimitPolicy: "100;w=91", guard.HeaderRateLimitLimit: "100", guard.HeaderRateLimitRemaining: "42", guard.HeaderRateLimitReset: "17", guard.HeaderRateLimit: ""}},
+		{"legacy", core.Decision{Allowed: true, Limit: lim, Remaining: 42, ResetAfter: 17 * time.Second}, guard.HeadersLegacy,
+			map[string]string{guard.HeaderXRateLimitLimit: "100", guard.HeaderXRateLimitRemaining: "42", guard.HeaderXRateLimitReset: "17", guard.HeaderRateLimitPolicy: ""}},
+		{"none", core.Decision{Allowed: true, Limit: lim, Remaining: 42}, guard.HeadersNone,
+			map[string]string{guard.HeaderRateLimitPolicy: "", guard.HeaderRateLimit: "", guard.HeaderXRateLimitLimit: ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := headersFor(t, tt.d, tt.style)
+			for k, want := range tt.want {
+				if got := rec.header.Get(k); got != want {
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLongNamesAreCut(t *testing.T) {
+	d := core.Decision{Allowed: false, Limit: core.PerHour(5).Named(strings.Repeat("n", 10000)), RetryAfter: time.Second}
+	rec := headersFor(t, d, guard.HeadersDraft11)
+	if got := len(rec.header.Get(guard.HeaderRateLimitPolicy)); got > core.MaxNameLen+40 {
+		t.Errorf("RateLimit-Policy is %d bytes for a 10000-byte name", got)
+	}
+	if len(rec.body) > core.MaxNameLen+400 {
+		t.Errorf("429 body is %d bytes for a 10000-byte name", len(rec.body))
+	}
+}
+
+func TestPolicyFollowsPerKeyLimits(t *testing.T) {
+	e := newEnv(t)
+	free := core.PerMinute(10).Named("free")
+	pro := core.PerMinute(1000).Named("pro")
+	lim, err := core.New(e.store, core.WithClock(e.clock), free, core.WithLimitsFunc(func(_ context.Context, key string) []core.Limit {
+		if strings.HasPrefix(key, "pro") {
+			return []core.Limit{pro}
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustNew(t, lim, guard.WithKeyFunc(keyfuncs.Header("X-Key")))
+	for i, key := range []string{"pro-1", "free-1", "free-1", "pro-2", "free-2"} {
+		req := request("192.0.2.1:1")
+		req.Header.Set("X-Key", key)
+		rec, _ := served(t, g, req)
+		want := `"free";q=10;w=60`
+		if strings.HasPrefix(key, "pro") {
+			want = `"pro";q=1000;w=60`
+		}
+		if got := rec.header.Get(guard.HeaderRateLimitPolicy); got != want {
+			t.Errorf("request %d (%s): RateLimit-Policy = %q, want %q", i, key, got, want)
+		}
+	}
+}
+
+// FuzzHeaders feeds hostile decisions to the encoder: whatever the store
+// says, every header value is printable ASCII (no CR, LF or NUL that could
+// split or smuggle a header) and the Guard does not panic. The conformance
+// module parses the same output with an RFC 9651 parser.
+func FuzzHeaders(f *testing.F) {
+	f.Add("per-minute", int64(100), int64(60e9), int64(42), int64(17e9), int64(0), false, uint8(0))
+	f.Add("a\"b\\c\r\nd", int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), true, uint8(1))
+	f.Add("\xff\x00", int64(1)<<62, int64(core.Never), int64(1)<<62, int64(core.Never), int64(core.Never), true, uint8(2))
+	f.Fuzz(func(t *testing.T, name string, quota, period, rem, reset, retry int64, denied bool, style uint8) {
+		d := core.Decision{
+			Allowed:    !denied,
+			Limit:      core.Limit{Name: name, Quota: quota, Period: time.Duration(period)},
+			Remaining:  rem,
+			ResetAfter: time.Duration(reset),
+			RetryAfter: time.Duration(retry),
+		}
+		rec := headersFor(t, d, guard.HeaderStyle(style%4))
+		for k, vs := range rec.header {
+			for _, v := range vs {
+				for i := 0; i < len(v); i++ {
+					if v[i] < 0x20 || v[i] > 0x7e {
+						t.Fatalf("%s: byte %#x at %d in %q", k, v[i], i, v)
+					}
+				}
+			}
+		}
+		if denied && !utf8.ValidString(rec.body) {
+			t.Fatalf("body is not UTF-8: %q", rec.body)
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package guard_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// recorder is a guard.Writer that records what the Guard writes.
+type recorder struct {
+	header http.Header
+	status int
+	body   string
+	writes int
+}
+
+func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+
+func (r *recorder) SetHeader(name, value string) { r.header[name] = []string{value} }
+
+func (r *recorder) WriteResponse(status int, body []byte) error {
+	r.status, r.body = status, string(body)
+	r.writes++
+	return nil
+}
+
+// served runs g for req and reports the response and whether next ran.
+func served(t *testing.T, g *guard.Guard, req *http.Request) (rec *recorder, nextRan bool) {
+	t.Helper()
+	rec = newRecorder()
+	err := g.Serve(keyfuncs.FromHTTP(req), rec, func(ctx context.Context) guard.Result {
+		nextRan = true
+		rec.status = 200
+		return guard.Result{Status: 200, Bytes: 2}
+	})
+	if err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	return rec, nextRan
+}
+
+func request(remote string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = remote
+	return r
+}
+
+// env is a memstore on a fake clock and a factory of limiters over it.
+type env struct {
+	clock *guardtest.Clock
+	store *memstore.Store
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	clock := guardtest.NewClock(guardtest.Epoch)
+	st := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
+	t.Cleanup(func() { st.Close() })
+	return &env{clock: clock, store: st}
+}
+
+func (e *env) limiter(t *testing.T, limits ...core.Limit) *core.Limiter {
+	t.Helper()
+	return limiterOn(t, e.store, e.clock, limits...)
+}
+
+func limiterOn(t *testing.T, st core.Store, clock core.Clock, limits ...core.Limit) *core.Limiter {
+	t.Helper()
+	opts := []core.Option{core.WithClock(clock)}
+	for _, l := range limits {
+		opts = append(opts, l)
+	}
+	lim, err := core.New(st, opts...)
+	if err != nil {
+		t.Fatalf("core.New: %v", err)
+	}
+	return lim
+}
+
+func mustNew(t *testing.T, lim *core.Limiter, opts ...guard.Option) *guard.Guard {
+	t.Helper()
+	g, err := guard.New(lim, opts...)
+	if err != nil {
+		t.Fatalf("guard.New: %v", err)
+	}
+	return g
+}
+
+// remaining peeks at key's remaining units under lim's binding limit.
+func remaining(t *testing.T, lim *core.Limiter, key string) int64 {
+	t.Helper()
+	d, err := lim.Peek(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Peek(%q): %v", key, err)
+	}
+	return d.Remaining
+}
+
+func fixed(n int64, d time.Duration, name string) core.Limit {
+	return core.Per(n, d).WithAlgorithm(core.FixedWindow).Named(name)
+}
+
+// stubStore answers every operation with d: hostile decisions for the
+// header encoder.
+type stubStore struct{ d core.Decision }
+
+func (s stubStore) Apply(context.Context, core.Op) (core.Decision, error) { return s.d, nil }
+func (stubStore) Close() error                                            { return nil }

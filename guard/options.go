@@ -1,0 +1,164 @@
+package guard
+
+import (
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// DefaultMaxDelay is the default bound on a LeakyBucket queueing delay.
+const DefaultMaxDelay = 5 * time.Second
+
+// An Option configures a Guard. Options are shared by every adapter: an
+// adapter's own options are either these or translations of its
+// framework's idioms into them.
+type Option func(*config)
+
+// rule is one limiter applied to one key.
+type rule struct {
+	lim *core.Limiter
+	key keyfuncs.Func
+}
+
+type config struct {
+	key       keyfuncs.Func
+	rules     []rule
+	cost      int64
+	costFn    func(keyfuncs.Request) (int64, error)
+	skip      func(keyfuncs.Request) bool
+	denied    DeniedHandler
+	onErr     ErrorHandler
+	style     HeaderStyle
+	dryRun    bool
+	maxDelay  time.Duration
+	refundOn  func(status int) bool
+	reported  bool
+	respCost  func(Result) int64
+	hookDeny  func(keyfuncs.Request, *Denial)
+	hookError func(keyfuncs.Request, error)
+}
+
+// WithKeyFunc sets the key function of the Limiter passed to New: who is
+// limited. A key function's error, or an empty key, fails the request
+// through the ErrorHandler (by default 400, see ErrorStatus); it never lets
+// the request through unlimited. Default: keyfuncs.IP(), the peer address.
+func WithKeyFunc(fn keyfuncs.Func) Option {
+	return func(c *config) { c.key = fn }
+}
+
+// WithRule adds a further rule: lim applied to the key fn returns (nil
+// fn: keyfuncs.IP()). Rules are applied in order, the Limiter passed to
+// New first; a request passes only if every rule admits it. When a rule
+// denies (or fails), the cost the earlier rules took is refunded, and the
+// later rules are not consulted. Rules whose limiters share a store should
+// use distinct keys, e.g. keyfuncs.Join(":", keyfuncs.Static("user"), fn).
+// Default: no further rules.
+func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option {
+	return func(c *config) { c.rules = append(c.rules, rule{lim: lim, key: fn}) }
+}
+
+// WithCost sets the static cost of every request, in cost units: a costly
+// endpoint may charge 5. It must not be negative. Default: 1.
+func WithCost(n int64) Option {
+	return func(c *config) { c.cost = n }
+}
+
+// WithCostFunc computes the cost of each request, replacing WithCost. An
+// error fails the request through the ErrorHandler (by default 400: the
+// cost is read from the request); a negative cost fails it with 500.
+// Default: none.
+func WithCostFunc(fn func(r keyfuncs.Request) (int64, error)) Option {
+	return func(c *config) { c.costFn = fn }
+}
+
+// WithSkip makes the Guard pass requests for which fn reports true straight
+// to the handler: no key, no decision, no headers. It is echo's Skipper and
+// fiber's Next. Default: none, every request is limited.
+func WithSkip(fn func(r keyfuncs.Request) bool) Option {
+	return func(c *config) { c.skip = fn }
+}
+
+// WithDeniedHandler replaces the response to a denied request. The
+// rate-limit headers and Retry-After are set before h runs; h writes the
+// status and body. Default: DefaultDeniedHandler, a 429 with an
+// application/problem+json body.
+func WithDeniedHandler(h DeniedHandler) Option {
+	return func(c *config) { c.denied = h }
+}
+
+// WithErrorHandler replaces the response to a request that cannot be
+// decided: a key or cost function error, a store failure, a cancelled
+// wait. h must not send the error's text to the client. Default:
+// DefaultErrorHandler, a status chosen by ErrorStatus with a generic
+// application/problem+json body.
+func WithErrorHandler(h ErrorHandler) Option {
+	return func(c *config) { c.onErr = h }
+}
+
+// WithHeaders selects the rate-limit response headers. Default:
+// HeadersDraft11.
+func WithHeaders(style HeaderStyle) Option {
+	return func(c *config) { c.style = style }
+}
+
+// WithDryRun makes the Guard decide, count and set headers as usual, and
+// report denials (OnDenied) and errors (OnError), but never block: denied
+// requests, failing requests and queued LeakyBucket requests all go
+// straight to the handler, without Retry-After. The store's state changes
+// exactly as it would without dry run. Default: false.
+func WithDryRun(on bool) Option {
+	return func(c *config) { c.dryRun = on }
+}
+
+// WithMaxDelay bounds how long a request admitted by a LeakyBucket limit
+// waits in its queue (Decision.Delay). A request whose delay exceeds d is
+// refunded and denied, with Retry-After the excess rounded up; one within
+// it waits, cancelled with the request's context. 0 denies every queued
+// request (a LeakyBucket then behaves as GCRA). Default: DefaultMaxDelay.
+func WithMaxDelay(d time.Duration) Option {
+	return func(c *config) { c.maxDelay = d }
+}
+
+// WithRefundOn refunds the whole cost of a request, on every rule, when
+// the handler's status makes match report true; e.g. ServerErrors, so a
+// failing backend does not eat the client's quota. It takes precedence over
+// WithReportedCost and WithResponseCost. Default: none.
+func WithRefundOn(match func(status int) bool) Option {
+	return func(c *config) { c.refundOn = match }
+}
+
+// ServerErrors reports whether status is a 5xx: a matcher for WithRefundOn.
+func ServerErrors(status int) bool { return status >= 500 && status <= 599 }
+
+// WithReportedCost lets the handler report the real cost of a request,
+// known only once it ran (tokens generated, rows scanned), with ReportCost
+// or AddCost on its request context. After the handler, the difference
+// from the admitted cost is charged (core.Limiter.Charge) or refunded on
+// every rule. A request that reports nothing keeps its admitted cost. It
+// costs two allocations per request for the context. Default: off.
+func WithReportedCost() Option {
+	return func(c *config) { c.reported = true }
+}
+
+// WithResponseCost computes the real cost of a request from its response,
+// e.g. func(r Result) int64 { return 1 + r.Bytes/1024 }, and settles the
+// difference from the admitted cost as WithReportedCost does. A cost the
+// handler reports takes precedence. Default: none.
+func WithResponseCost(fn func(Result) int64) Option {
+	return func(c *config) { c.respCost = fn }
+}
+
+// WithOnDenied calls fn for every denied request, dry run included
+// (Denial.DryRun), before the DeniedHandler; for metrics and logs. d is
+// valid only during the call. Default: none.
+func WithOnDenied(fn func(r keyfuncs.Request, d *Denial)) Option {
+	return func(c *config) { c.hookDeny = fn }
+}
+
+// WithOnError calls fn with every error: those the ErrorHandler then
+// answers, those of dry run (which pass), and failed refunds and charges
+// after the handler (which nobody else sees). For logs. Default: none.
+func WithOnError(fn func(r keyfuncs.Request, err error)) Option {
+	return func(c *config) { c.hookError = fn }
+}

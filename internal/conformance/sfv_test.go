@@ -1,0 +1,200 @@
+package conformance
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
+	"github.com/tollgate/tollgate/nethttp"
+)
+
+// parseList parses a header's field lines as an sf-list, the way a client
+// would.
+func parseList(t *testing.T, h http.Header, name string) (httpsfv.List, bool) {
+	t.Helper()
+	vals := h.Values(name)
+	if len(vals) == 0 {
+		return nil, false
+	}
+	l, err := httpsfv.UnmarshalList(vals)
+	if err != nil {
+		t.Fatalf("%s: %q is not an RFC 9651 list: %v", name, vals, err)
+	}
+	return l, true
+}
+
+// param returns the integer parameter key of it.
+func param(t *testing.T, it httpsfv.Item, key string) int64 {
+	t.Helper()
+	v, ok := it.Params.Get(key)
+	if !ok {
+		t.Fatalf("item %v has no %s", it.Value, key)
+	}
+	n, ok := v.(int64)
+	if !ok || n < 0 {
+		t.Fatalf("item %v: %s = %#v, want a non-negative sf-integer", it.Value, key, v)
+	}
+	return n
+}
+
+// checkDraft11 parses RateLimit-Policy and RateLimit as a client would and
+// checks their shape: every item an sf-string name with integer q/w (r/t),
+// every RateLimit item naming a policy, and Retry-After ≥ the t of the
+// violated policy.
+func checkDraft11(t *testing.T, h http.Header, status int) {
+	t.Helper()
+	policies, hasPolicy := parseList(t, h, "RateLimit-Policy")
+	limits, hasLimit := parseList(t, h, "RateLimit")
+	if hasPolicy != hasLimit {
+		t.Fatalf("RateLimit-Policy present %v but RateLimit present %v", hasPolicy, hasLimit)
+	}
+	names := map[string]bool{}
+	for _, m := range policies {
+		it, ok := m.(httpsfv.Item)
+		if !ok {
+			t.Fatalf("RateLimit-Policy member %#v is not an item", m)
+		}
+		name, ok := it.Value.(string)
+		if !ok {
+			t.Fatalf("RateLimit-Policy item %#v is not an sf-string", it.Value)
+		}
+		names[name] = true
+		param(t, it, "q")
+		if param(t, it, "w") < 1 {
+			t.Errorf("policy %q: w must be at least 1", name)
+		}
+	}
+	maxT := int64(-1)
+	for _, m := range limits {
+		it, ok := m.(httpsfv.Item)
+		if !ok {
+			t.Fatalf("RateLimit member %#v is not an item", m)
+		}
+		name, ok := it.Value.(string)
+		if !ok || !names[name] {
+			t.Errorf("RateLimit item %#v names no policy of %v", it.Value, names)
+		}
+		param(t, it, "r")
+		maxT = max(maxT, param(t, it, "t"))
+	}
+	if ra := h.Get("Retry-After"); ra != "" && hasLimit && status == 429 {
+		secs, err := strconv.ParseInt(ra, 10, 64)
+		if err != nil || secs < 1 {
+			t.Errorf("Retry-After %q is not a positive delta-seconds", ra)
+		}
+		// The denying item's t equals Retry-After; other rules' items
+		// may reset later, never the violated one.
+		found := false
+		for _, m := range limits {
+			if param(t, m.(httpsfv.Item), "t") == secs {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("Retry-After %d matches no RateLimit item's t in %v", secs, h.Values("RateLimit"))
+		}
+	}
+}
+
+// TestConformanceHeadersParse runs the shared table through nethttp and
+// parses every draft-11 header with httpsfv.
+func TestConformanceHeadersParse(t *testing.T) {
+	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+		return nethttp.New(cfg.Limiter, cfg.Options...)(cfg.App)
+	}, func(t *testing.T, _ *guardtest.Case, _ *guardtest.Step, resp *http.Response, _ []byte) {
+		if resp.Header.Get("RateLimit-Limit") == "" {
+			checkDraft11(t, resp.Header, resp.StatusCode)
+		}
+		if p := resp.Header.Values("RateLimit-Policy"); len(p) > 0 && resp.Header.Get("RateLimit-Limit") != "" {
+			// draft-06 policy: a list of integer items with w.
+			l, err := httpsfv.UnmarshalList(p)
+			if err != nil {
+				t.Fatalf("draft-06 RateLimit-Policy %q: %v", p, err)
+			}
+			for _, m := range l {
+				if _, ok := m.(httpsfv.Item).Value.(int64); !ok {
+					t.Errorf("draft-06 policy item %#v is not an integer", m)
+				}
+			}
+		}
+	})
+}
+
+// stubStore answers every operation with d.
+type stubStore struct{ d core.Decision }
+
+func (s stubStore) Apply(context.Context, core.Op) (core.Decision, error) { return s.d, nil }
+func (stubStore) Close() error                                            { return nil }
+
+// FuzzHeadersParse feeds hostile decisions (names, quotas, remaining,
+// resets, retries) through the Guard and parses the headers with httpsfv:
+// the encoder must always produce valid Structured Fields, and the names a
+// client reads back must be the names the encoder meant.
+func FuzzHeadersParse(f *testing.F) {
+	f.Add("per-minute", "per-hour", int64(100), int64(60e9), int64(42), int64(17e9), int64(3e9), false)
+	f.Add(`a"b\c`, "\r\n\x00\xff", int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), true)
+	f.Add("", "é", int64(1)<<62, int64(core.Never), int64(1)<<62, int64(core.Never), int64(core.Never), true)
+	f.Fuzz(func(t *testing.T, name1, name2 string, quota, period, rem, reset, retry int64, denied bool) {
+		l1 := core.Limit{Name: name1, Quota: quota, Period: time.Duration(period)}
+		l2 := core.Limit{Name: name2, Quota: quota / 2, Period: time.Duration(period) * 2}
+		d := core.Decision{
+			Allowed: !denied, Limit: l1, Remaining: rem,
+			ResetAfter: time.Duration(reset), RetryAfter: time.Duration(retry),
+			States: []core.LimitState{
+				{Limit: l1, Allowed: !denied, Remaining: rem, ResetAfter: time.Duration(reset), RetryAfter: time.Duration(retry)},
+				{Limit: l2, Allowed: true, Remaining: rem / 2, ResetAfter: time.Duration(reset) / 2},
+			},
+		}
+		clock := guardtest.NewClock(guardtest.Epoch)
+		lim, err := core.New(stubStore{d}, core.WithClock(clock), core.PerMinute(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, style := range []guard.HeaderStyle{guard.HeadersDraft11, guard.HeadersDraft06} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/", nil)
+			nethttp.New(lim, guard.WithHeaders(style))(http.NotFoundHandler()).ServeHTTP(rec, req)
+			h := rec.Header()
+			if style == guard.HeadersDraft11 {
+				checkDraft11(t, h, rec.Code)
+				l, _ := parseList(t, h, "RateLimit-Policy")
+				if len(l) != 2 {
+					t.Fatalf("RateLimit-Policy has %d items, want 2: %q", len(l), h.Values("RateLimit-Policy"))
+				}
+				if got, want := l[0].(httpsfv.Item).Value.(string), clean(l1.PolicyName()); got != want {
+					t.Errorf("policy name read back as %q, want %q", got, want)
+				}
+			} else if _, err := httpsfv.UnmarshalList(h.Values("RateLimit-Policy")); err != nil {
+				t.Errorf("draft-06 RateLimit-Policy %q: %v", h.Values("RateLimit-Policy"), err)
+			}
+			if ra := h.Get("Retry-After"); ra != "" {
+				if n, err := strconv.ParseInt(ra, 10, 64); err != nil || n < 1 {
+					t.Errorf("Retry-After %q", ra)
+				}
+			}
+		}
+	})
+}
+
+// clean is the documented name mapping: cut at core.MaxNameLen bytes,
+// bytes outside printable ASCII replaced by '?'.
+func clean(s string) string {
+	if len(s) > core.MaxNameLen {
+		s = s[:core.MaxNameLen]
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}

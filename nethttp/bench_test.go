@@ -1,0 +1,116 @@
+package nethttp_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/keyfuncs"
+	"github.com/tollgate/tollgate/nethttp"
+)
+
+// sink is the handler behind the middleware in the benchmarks.
+var sink = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+
+// discard is a ResponseWriter that keeps nothing, so that the benchmarks
+// measure the middleware, not httptest.ResponseRecorder.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// benchLimiter admits every request of the benchmark: a quota no run
+// reaches, so that the memstore path is the common one (existing key,
+// allowed).
+func benchLimiter(b *testing.B) *core.Limiter {
+	b.Helper()
+	st := memstore.New()
+	b.Cleanup(func() { st.Close() })
+	lim, err := core.New(st, core.Per(1<<30, time.Hour).Named("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
+func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
+	b.Helper()
+	w := &discard{h: make(http.Header, 4)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		clear(w.h)
+		h.ServeHTTP(w, reqs[i%len(reqs)])
+	}
+}
+
+func requests(n int) []*http.Request {
+	reqs := make([]*http.Request, n)
+	for i := range reqs {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
+		reqs[i] = r
+	}
+	return reqs
+}
+
+// BenchmarkMiddleware compares a bare handler with the same handler behind
+// the middleware: one limit, draft-11 headers, memstore, one client.
+func BenchmarkMiddleware(b *testing.B) {
+	reqs := requests(1)
+	b.Run("bare", func(b *testing.B) { serve(b, sink, reqs) })
+	b.Run("limited", func(b *testing.B) { serve(b, nethttp.New(benchLimiter(b))(sink), reqs) })
+	b.Run("limited-no-headers", func(b *testing.B) {
+		serve(b, nethttp.New(benchLimiter(b), nethttp.WithHeaders(guard.HeadersNone))(sink), reqs)
+	})
+}
+
+// BenchmarkMiddlewareParallel is BenchmarkMiddleware under b.RunParallel,
+// over 100k distinct clients.
+func BenchmarkMiddlewareParallel(b *testing.B) {
+	reqs := requests(100_000)
+	checkDistinct(b, reqs)
+	run := func(b *testing.B, h http.Handler) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			w := &discard{h: make(http.Header, 4)}
+			i := rand.IntN(len(reqs))
+			for pb.Next() {
+				clear(w.h)
+				h.ServeHTTP(w, reqs[i%len(reqs)])
+				i++
+			}
+		})
+	}
+	b.Run("bare", func(b *testing.B) { run(b, sink) })
+	b.Run("limited", func(b *testing.B) { run(b, nethttp.New(benchLimiter(b))(sink)) })
+}
+
+// BenchmarkMiddlewareKeys varies the number of distinct clients.
+func BenchmarkMiddlewareKeys(b *testing.B) {
+	for _, n := range []int{1, 1_000, 100_000} {
+		reqs := requests(n)
+		checkDistinct(b, reqs)
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) { serve(b, nethttp.New(benchLimiter(b))(sink), reqs) })
+	}
+}
+
+// checkDistinct fails the benchmark unless every request has its own key.
+func checkDistinct(b *testing.B, reqs []*http.Request) {
+	b.Helper()
+	seen := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		k, err := keyfuncs.IP()(keyfuncs.FromHTTP(r))
+		if err != nil || seen[k] {
+			b.Fatalf("key %q of %s: duplicate or error %v", k, r.RemoteAddr, err)
+		}
+		seen[k] = true
+	}
+}

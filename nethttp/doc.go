@@ -1,0 +1,16 @@
+// Package nethttp is Tollgate's middleware for net/http: a
+// func(http.Handler) http.Handler that works with the standard ServeMux,
+// chi and anything else built on http.Handler.
+//
+//	lim, err := core.New(memstore.New(), core.PerMinute(100), core.PerHour(1000))
+//	...
+//	mux := http.NewServeMux()
+//	mux.Handle("GET /items/{id}", item)
+//	mux.Handle("POST /search", nethttp.New(searchLim, nethttp.WithCost(5))(search)) // per route
+//	http.ListenAndServe(addr, nethttp.New(lim)(mux))                                // whole app
+//
+// The request flow, the headers and the 429 body are those of package
+// guard; this package only translates *http.Request and
+// http.ResponseWriter. Handlers report a post-hoc cost with
+// guard.ReportCost(r.Context(), n) (see WithReportedCost).
+package nethttp

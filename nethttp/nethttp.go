@@ -1,0 +1,60 @@
+package nethttp
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/guard"
+)
+
+// New returns middleware that limits requests with lim: by client IP
+// (keyfuncs.IP()), at cost 1, with draft-11 RateLimit headers, unless
+// options say otherwise. Wrap a whole mux for an app-wide limit, or one
+// handler for a per-route limit:
+//
+//	mux.Handle("POST /search", nethttp.New(searchLim, nethttp.WithCost(5))(search))
+//
+// The rate-limit headers are set before the handler runs. A denied request
+// gets 429 with Retry-After and a problem+json body; a request that cannot
+// be decided gets the ErrorHandler's response (see guard.ErrorStatus).
+// The handler receives the original http.ResponseWriter, unless
+// WithRefundOn or WithResponseCost need its status and size: then a thin
+// wrapper that keeps Flush, Hijack, ReadFrom and Unwrap (for
+// http.ResponseController) working.
+//
+// New panics if lim is nil or an option is invalid (a negative cost or max
+// delay, a nil limiter in WithRule): programmer errors. The middleware is
+// safe for concurrent use.
+func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
+	if lim == nil {
+		panic("nethttp: New: nil *core.Limiter")
+	}
+	g, err := guard.New(lim, opts...)
+	if err != nil {
+		panic("nethttp: New: " + err.Error())
+	}
+	track := g.NeedsResult()
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var x *writer
+			var rw http.ResponseWriter = w
+			if track && canHijack(w) {
+				hx := &hijackWriter{writer{w: w}}
+				x, rw = &hx.writer, hx
+			} else {
+				x = &writer{w: w}
+				if track {
+					rw = x
+				}
+			}
+			_ = g.Serve(request{r}, x, func(ctx context.Context) guard.Result {
+				if ctx != r.Context() {
+					r = r.WithContext(ctx)
+				}
+				next.ServeHTTP(rw, r)
+				return x.result()
+			})
+		})
+	}
+}

@@ -1,0 +1,321 @@
+package nethttp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
+	"github.com/tollgate/tollgate/keyfuncs"
+	"github.com/tollgate/tollgate/nethttp"
+)
+
+func newLimiter(t *testing.T, st core.Store, limits ...core.Limit) *core.Limiter {
+	t.Helper()
+	clock := guardtest.NewClock(guardtest.Epoch)
+	if st == nil {
+		ms := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
+		t.Cleanup(func() { ms.Close() })
+		st = ms
+	}
+	opts := []core.Option{core.WithClock(clock)}
+	for _, l := range limits {
+		opts = append(opts, l)
+	}
+	lim, err := core.New(st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+func fixed(n int64, name string) core.Limit {
+	return core.PerMinute(n).WithAlgorithm(core.FixedWindow).Named(name)
+}
+
+func do(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+func TestNewPanicsOnProgrammerErrors(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	for name, f := range map[string]func(){
+		"nil limiter":   func() { nethttp.New(nil) },
+		"negative cost": func() { nethttp.New(lim, nethttp.WithCost(-1)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("New with a %s did not panic", name)
+				}
+			}()
+			f()
+		})
+	}
+}
+
+func TestRoutePatternFromTheStandardMux(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(2, "per-route"))
+	mw := nethttp.New(lim, nethttp.WithKeyFunc(keyfuncs.Route()))
+	mux := http.NewServeMux()
+	mux.Handle("GET /items/{id}", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	want := []int{200, 200, 429}
+	for i, path := range []string{"/items/1", "/items/2", "/items/3"} {
+		if got := do(mux, httptest.NewRequest("GET", path, nil)).Code; got != want[i] {
+			t.Errorf("GET %s = %d, want %d (one key per route pattern)", path, got, want[i])
+		}
+	}
+}
+
+func TestNativeOptions(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(3, "m"))
+	var denied, errored int
+	h := nethttp.New(lim,
+		nethttp.WithKeyFunc(nethttp.KeyFunc(func(r *http.Request) (string, error) {
+			if u := r.URL.Query().Get("user"); u != "" {
+				return u, nil
+			}
+			return "", errors.New("no user")
+		})),
+		nethttp.WithCostFunc(func(r *http.Request) (int64, error) { return int64(len(r.URL.Query()["x"])), nil }),
+		nethttp.WithSkip(func(r *http.Request) bool { return r.Method == http.MethodOptions }),
+		nethttp.WithDeniedHandler(func(w http.ResponseWriter, r *http.Request, d *guard.Denial) {
+			w.WriteHeader(http.StatusTeapot)
+			fmt.Fprintf(w, "denied %s", r.URL.Query().Get("user"))
+		}),
+		nethttp.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+			w.WriteHeader(http.StatusUnauthorized)
+		}),
+		nethttp.WithOnDenied(func(r *http.Request, d *guard.Denial) { denied++ }),
+		nethttp.WithOnError(func(r *http.Request, err error) { errored++ }),
+	)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+
+	tests := []struct {
+		method, target string
+		want           int
+		body           string
+	}{
+		{"GET", "/?user=a&x&x", 200, ""},
+		{"GET", "/?user=a&x&x", 418, "denied a"},
+		{"GET", "/", 401, ""},
+		{"OPTIONS", "/", 200, ""},
+		{"GET", "/?user=a&x", 200, ""},
+	}
+	for i, tt := range tests {
+		rec := do(h, httptest.NewRequest(tt.method, tt.target, nil))
+		if rec.Code != tt.want || rec.Body.String() != tt.body {
+			t.Errorf("request %d %s %s = %d %q, want %d %q", i, tt.method, tt.target, rec.Code, rec.Body, tt.want, tt.body)
+		}
+	}
+	if denied != 1 || errored != 1 {
+		t.Errorf("hooks: %d denials, %d errors; want 1 and 1", denied, errored)
+	}
+	if got := rec429Headers(t, h); got == "" {
+		t.Error("the native denied handler's response lacks RateLimit")
+	}
+}
+
+func rec429Headers(t *testing.T, h http.Handler) string {
+	t.Helper()
+	rec := do(h, httptest.NewRequest("GET", "/?user=a&x&x", nil))
+	return rec.Header().Get("RateLimit")
+}
+
+func TestHangingStoreEndsWithTheRequest(t *testing.T) {
+	lim := newLimiter(t, guardtest.HangingStore{}, fixed(1, "m"))
+	h := nethttp.New(lim)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("handler ran") }))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	rec := do(h, httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+	if rec.Code != 503 || strings.Contains(rec.Body.String(), "deadline") {
+		t.Errorf("hanging store: %d %s; want 503 with a generic body", rec.Code, rec.Body)
+	}
+}
+
+func TestLeakyBucketWaitIsCancelledWithTheRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, nil, core.Per(1, time.Second).WithAlgorithm(core.LeakyBucket).WithBurst(10).Named("leaky"))
+		h := nethttp.New(lim, nethttp.WithMaxDelay(time.Minute))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		do(h, httptest.NewRequest("GET", "/", nil)) // the next one waits 1s
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			cancel()
+		}()
+		start := time.Now()
+		rec := do(h, httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+		if rec.Code != 503 || time.Since(start) != 300*time.Millisecond {
+			t.Errorf("cancelled wait: %d after %v; want 503 after 300ms", rec.Code, time.Since(start))
+		}
+		start = time.Now()
+		if rec := do(h, httptest.NewRequest("GET", "/", nil)); rec.Code != 200 || time.Since(start) != time.Second {
+			t.Errorf("next request: %d after %v; want 200 after 1s (the cancelled one was refunded)", rec.Code, time.Since(start))
+		}
+	})
+}
+
+func TestReportedCostThroughTheRequestContext(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(100, "m"))
+	h := nethttp.New(lim, nethttp.WithReportedCost())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !guard.ReportCost(r.Context(), 40) {
+			t.Error("ReportCost found no slot in the handler's context")
+		}
+	}))
+	do(h, httptest.NewRequest("GET", "/", nil))
+	if rec := do(h, httptest.NewRequest("GET", "/", nil)); rec.Header().Get("RateLimit") != `"m";r=59;t=60` {
+		t.Errorf("RateLimit = %q, want r=59 (100 − 40 − 1)", rec.Header().Get("RateLimit"))
+	}
+}
+
+func TestResponseWriterIsPassedThroughWhenNothingSettles(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(100, "m"))
+	var got http.ResponseWriter
+	h := nethttp.New(lim)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = w }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if got != http.ResponseWriter(rec) {
+		t.Errorf("handler got %T, want the original writer", got)
+	}
+}
+
+// TestWrappedWriterKeepsItsCapabilities runs a real server so that the
+// writer can flush, hijack and sendfile.
+func TestWrappedWriterKeepsItsCapabilities(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(100, "m"))
+	results := make(chan guard.Result, 1) // the settle of a hijacked request may follow the client's read
+	mw := nethttp.New(lim, nethttp.WithResponseCost(func(r guard.Result) int64 { results <- r; return 1 }))
+	mux := http.NewServeMux()
+	mux.HandleFunc("/flush", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := w.(http.Flusher); !ok {
+			t.Error("wrapped writer is not an http.Flusher")
+		}
+		w.WriteHeader(http.StatusEarlyHints) // informational: not the status
+		io.WriteString(w, "a")
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("ResponseController.Flush: %v", err)
+		}
+		io.WriteString(w, "bc")
+	})
+	mux.HandleFunc("/copy", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := w.(io.ReaderFrom); !ok {
+			t.Error("wrapped writer is not an io.ReaderFrom")
+		}
+		w.WriteHeader(http.StatusAccepted)
+		io.Copy(w, strings.NewReader("hello"))
+	})
+	mux.HandleFunc("/hijack", func(w http.ResponseWriter, r *http.Request) {
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			t.Error("wrapped writer over HTTP/1 is not an http.Hijacker")
+			return
+		}
+		conn, buf, err := hj.Hijack()
+		if err != nil {
+			t.Errorf("Hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 299 Hijacked\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		buf.Flush()
+	})
+	mux.HandleFunc("/deadline", func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
+			t.Errorf("SetWriteDeadline through Unwrap: %v", err)
+		}
+	})
+	srv := httptest.NewServer(mw(mux))
+	defer srv.Close()
+	tests := []struct {
+		path string
+		want guard.Result
+	}{
+		{"/flush", guard.Result{Status: 200, Bytes: 3}},
+		{"/copy", guard.Result{Status: 202, Bytes: 5}},
+		{"/hijack", guard.Result{Status: 101}},
+		{"/deadline", guard.Result{Status: 200}},
+	}
+	for _, tt := range tests {
+		resp, err := srv.Client().Get(srv.URL + tt.path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tt.path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := <-results; got != tt.want {
+			t.Errorf("GET %s: settled with %+v, want %+v", tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestWrapperClaimsNoHijackerItCannotBack(t *testing.T) {
+	// A writer without Hijack support must not claim it.
+	lim := newLimiter(t, nil, fixed(100, "m"))
+	h := nethttp.New(lim, nethttp.WithRefundOn(guard.ServerErrors))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := w.(http.Hijacker); ok {
+			t.Error("wrapper over a recorder claims http.Hijacker")
+		}
+		if _, _, err := http.NewResponseController(w).Hijack(); !errors.Is(err, http.ErrNotSupported) {
+			t.Errorf("Hijack through the controller = %v, want ErrNotSupported", err)
+		}
+	}))
+	do(h, httptest.NewRequest("GET", "/", nil))
+}
+
+func TestPanicRefundsAndPropagates(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	h := nethttp.New(lim, nethttp.WithRefundOn(guard.ServerErrors))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic(http.ErrAbortHandler)
+		}
+	}))
+	func() {
+		defer func() {
+			if recover() != http.ErrAbortHandler {
+				t.Error("panic did not propagate")
+			}
+		}()
+		do(h, httptest.NewRequest("GET", "/panic", nil))
+	}()
+	if rec := do(h, httptest.NewRequest("GET", "/", nil)); rec.Code != 200 {
+		t.Errorf("after a panicking request: %d, want 200 (refunded)", rec.Code)
+	}
+}
+
+func TestHostileRequests(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1000, "m"))
+	h := nethttp.New(lim, nethttp.WithRule(newLimiter(t, nil, fixed(1000, "q")), guard.Optional(keyfuncs.Query("k"))))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	huge := strings.Repeat("9", 1<<20)
+	tests := []struct {
+		name   string
+		mutate func(r *http.Request)
+		want   int
+	}{
+		{"a megabyte of X-Forwarded-For is ignored", func(r *http.Request) { r.Header.Set("X-Forwarded-For", strings.Repeat("1.2.3.4, ", 100000)) }, 200},
+		{"a garbage peer address is a 500", func(r *http.Request) { r.RemoteAddr = "\x00\xff" }, 500},
+		{"a huge query key is a 400", func(r *http.Request) { r.URL.RawQuery = "k=" + huge }, 400},
+		{"a bad escape in the query skips the rule", func(r *http.Request) { r.URL.RawQuery = "k=%zz" }, 200},
+		{"header values with control bytes are ignored", func(r *http.Request) { r.Header.Set("RateLimit", "\r\n\x00") }, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			tt.mutate(r)
+			if rec := do(h, r); rec.Code != tt.want {
+				t.Errorf("status = %d, want %d", rec.Code, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package nethttp
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// An Option configures the middleware. It is a guard.Option: every option
+// of package guard works here too; those below are the same options, or
+// their translations to net/http types.
+type Option = guard.Option
+
+// WithKeyFunc sets the key function: who is limited. Use the functions of
+// keyfuncs, or KeyFunc for a function over *http.Request. A key function's
+// error fails the request with 400 (see guard.ErrorStatus). The standard
+// mux sets the route pattern (keyfuncs.Route) only for a handler wrapped
+// inside it, not for middleware around the mux itself.
+// Default: keyfuncs.IP().
+func WithKeyFunc(fn keyfuncs.Func) Option { return guard.WithKeyFunc(fn) }
+
+// WithRule adds a further limiter applied to its own key, after lim: see
+// guard.WithRule. A nil fn means keyfuncs.IP(). Default: none.
+func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option { return guard.WithRule(lim, fn) }
+
+// WithCost sets the static cost of every request. Default: 1.
+func WithCost(n int64) Option { return guard.WithCost(n) }
+
+// WithCostFunc computes the cost of each request; see guard.WithCostFunc.
+// Default: none.
+func WithCostFunc(fn func(r *http.Request) (int64, error)) Option {
+	return guard.WithCostFunc(func(r keyfuncs.Request) (int64, error) { return fn(Request(r)) })
+}
+
+// WithSkip passes requests for which fn reports true straight to the
+// handler, unlimited and without headers. Default: none.
+func WithSkip(fn func(r *http.Request) bool) Option {
+	return guard.WithSkip(func(r keyfuncs.Request) bool { return fn(Request(r)) })
+}
+
+// WithDeniedHandler replaces the 429 response. h runs with the rate-limit
+// headers and Retry-After already set on w and writes the status and body.
+// Default: guard.DefaultDeniedHandler, 429 with a problem+json body.
+func WithDeniedHandler(h func(w http.ResponseWriter, r *http.Request, d *guard.Denial)) Option {
+	return guard.WithDeniedHandler(func(w guard.Writer, r keyfuncs.Request, d *guard.Denial) error {
+		x, ok := w.(*writer)
+		if !ok {
+			return guard.DefaultDeniedHandler(w, r, d)
+		}
+		h(x.w, Request(r), d)
+		return nil
+	})
+}
+
+// WithErrorHandler replaces the response to a request that cannot be
+// decided; err wraps guard.ErrKey, ErrCost, ErrLimiter or ErrWait. h must
+// not send err's text to the client. Default: guard.DefaultErrorHandler.
+func WithErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return guard.WithErrorHandler(func(w guard.Writer, r keyfuncs.Request, err error) error {
+		x, ok := w.(*writer)
+		if !ok {
+			return guard.DefaultErrorHandler(w, r, err)
+		}
+		h(x.w, Request(r), err)
+		return nil
+	})
+}
+
+// WithHeaders selects the rate-limit headers. Default: guard.HeadersDraft11.
+func WithHeaders(style guard.HeaderStyle) Option { return guard.WithHeaders(style) }
+
+// WithDryRun decides, counts and sets headers but never blocks; see
+// guard.WithDryRun. Default: false.
+func WithDryRun(on bool) Option { return guard.WithDryRun(on) }
+
+// WithMaxDelay bounds the LeakyBucket queueing wait. Default:
+// guard.DefaultMaxDelay.
+func WithMaxDelay(d time.Duration) Option { return guard.WithMaxDelay(d) }
+
+// WithRefundOn refunds a request whose status matches, e.g.
+// guard.ServerErrors. Default: none.
+func WithRefundOn(match func(status int) bool) Option { return guard.WithRefundOn(match) }
+
+// WithReportedCost lets the handler report its real cost with
+// guard.ReportCost(r.Context(), n) or guard.AddCost. Default: off.
+func WithReportedCost() Option { return guard.WithReportedCost() }
+
+// WithResponseCost settles each request at the cost fn computes from its
+// status and size. Default: none.
+func WithResponseCost(fn func(guard.Result) int64) Option { return guard.WithResponseCost(fn) }
+
+// WithOnDenied calls fn for every denial, dry run included. Default: none.
+func WithOnDenied(fn func(r *http.Request, d *guard.Denial)) Option {
+	return guard.WithOnDenied(func(r keyfuncs.Request, d *guard.Denial) { fn(Request(r), d) })
+}
+
+// WithOnError calls fn with every error, for logs. Default: none.
+func WithOnError(fn func(r *http.Request, err error)) Option {
+	return guard.WithOnError(func(r keyfuncs.Request, err error) { fn(Request(r), err) })
+}

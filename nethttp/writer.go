@@ -1,0 +1,130 @@
+package nethttp
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/tollgate/tollgate/guard"
+)
+
+// writer is the guard.Writer of a request and, when the Guard settles on
+// the response, the http.ResponseWriter the handler writes to, which
+// records the status and size. One allocation per request serves both.
+type writer struct {
+	w      http.ResponseWriter
+	hv     [4]string // storage for the values of the headers the Guard sets
+	nhv    int
+	wrote  bool
+	status int
+	bytes  int64
+}
+
+var _ guard.Writer = (*writer)(nil)
+
+// SetHeader implements guard.Writer. name is canonical.
+func (x *writer) SetHeader(name, value string) {
+	h := x.w.Header()
+	if x.nhv < len(x.hv) {
+		i := x.nhv
+		x.nhv++
+		x.hv[i] = value
+		h[name] = x.hv[i : i+1 : i+1]
+		return
+	}
+	h[name] = []string{value}
+}
+
+// WriteResponse implements guard.Writer.
+func (x *writer) WriteResponse(status int, body []byte) error {
+	x.w.WriteHeader(status)
+	_, err := x.w.Write(body)
+	return err
+}
+
+// Header implements http.ResponseWriter.
+func (x *writer) Header() http.Header { return x.w.Header() }
+
+// WriteHeader implements http.ResponseWriter. Informational (1xx) codes
+// other than 101 are passed on without counting as the status.
+func (x *writer) WriteHeader(code int) {
+	if !x.wrote && (code < 100 || code > 199 || code == http.StatusSwitchingProtocols) {
+		x.wrote, x.status = true, code
+	}
+	x.w.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter.
+func (x *writer) Write(b []byte) (int, error) {
+	x.implicit200()
+	n, err := x.w.Write(b)
+	x.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom implements io.ReaderFrom, so that io.Copy keeps using the
+// underlying writer's ReadFrom (sendfile) when it has one.
+func (x *writer) ReadFrom(src io.Reader) (int64, error) {
+	x.implicit200()
+	n, err := io.Copy(x.w, src)
+	x.bytes += n
+	return n, err
+}
+
+// Flush implements http.Flusher; it does nothing when the underlying
+// writer cannot flush.
+func (x *writer) Flush() { _ = x.FlushError() }
+
+// FlushError flushes through http.ResponseController, which reports
+// http.ErrNotSupported when the underlying writer cannot flush.
+func (x *writer) FlushError() error {
+	x.implicit200()
+	return http.NewResponseController(x.w).Flush()
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (x *writer) Unwrap() http.ResponseWriter { return x.w }
+
+func (x *writer) implicit200() {
+	if !x.wrote {
+		x.wrote, x.status = true, http.StatusOK
+	}
+}
+
+// result returns what the handler wrote: net/http sends 200 when it wrote
+// nothing.
+func (x *writer) result() guard.Result {
+	if !x.wrote {
+		return guard.Result{Status: http.StatusOK, Bytes: x.bytes}
+	}
+	return guard.Result{Status: x.status, Bytes: x.bytes}
+}
+
+// hijackWriter is a writer over a ResponseWriter that can be hijacked
+// (HTTP/1), so that a type assertion to http.Hijacker keeps working.
+type hijackWriter struct{ writer }
+
+// Hijack implements http.Hijacker. A hijacked response counts as status 101.
+func (x *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(x.w).Hijack()
+	if err == nil && !x.wrote {
+		x.wrote, x.status = true, http.StatusSwitchingProtocols
+	}
+	return c, rw, err
+}
+
+// canHijack reports whether w, or a writer it wraps, is an http.Hijacker.
+func canHijack(w http.ResponseWriter) bool {
+	for range 16 {
+		switch u := w.(type) {
+		case http.Hijacker:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = u.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
