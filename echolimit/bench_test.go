@@ -1,0 +1,149 @@
+package echolimit_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/echolimit"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// benchQuota and benchPeriod are the limit of every benchmark: a quota no
+// run reaches, so that every request takes the common path (existing key,
+// allowed).
+const (
+	benchQuota  = 1 << 30
+	benchPeriod = time.Hour
+)
+
+// discard is a ResponseWriter that keeps nothing, so that the benchmarks
+// measure the router and middleware, not httptest.ResponseRecorder.
+type discard struct {
+	h    http.Header
+	code int
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(code int)        { d.code = code }
+
+func benchLimiter(b *testing.B) *core.Limiter {
+	b.Helper()
+	st := memstore.New()
+	b.Cleanup(func() { st.Close() })
+	lim, err := core.New(st, core.Per(benchQuota, benchPeriod).Named("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
+// echoLimiter is echo's own middleware.RateLimiter with its memory store,
+// at the same rate and burst as benchLimiter.
+func echoLimiter() echo.MiddlewareFunc {
+	return middleware.RateLimiter(middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+		Rate:  rate.Limit(float64(benchQuota) / benchPeriod.Seconds()),
+		Burst: benchQuota,
+	}))
+}
+
+// router returns an echo router with one route, GET /, behind mw.
+func router(mw ...echo.MiddlewareFunc) *echo.Echo {
+	e := echo.New()
+	e.Use(mw...)
+	e.GET("/", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	return e
+}
+
+func requests(n int) []*http.Request {
+	reqs := make([]*http.Request, n)
+	for i := range reqs {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
+		reqs[i] = r
+	}
+	return reqs
+}
+
+func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
+	b.Helper()
+	w := &discard{h: make(http.Header, 4)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, reqs[i%len(reqs)])
+	}
+	if w.code != http.StatusNoContent {
+		b.Fatalf("last response: %d, want 204", w.code)
+	}
+}
+
+// BenchmarkMiddleware compares the same echo router with no middleware,
+// with one limit (memstore, draft-11 headers), without headers, and with
+// echo's own RateLimiter at an equivalent limit; one client.
+func BenchmarkMiddleware(b *testing.B) {
+	reqs := requests(1)
+	b.Run("bare", func(b *testing.B) { serve(b, router(), reqs) })
+	b.Run("tollgate", func(b *testing.B) { serve(b, router(echolimit.New(benchLimiter(b))), reqs) })
+	b.Run("tollgate-no-headers", func(b *testing.B) {
+		serve(b, router(echolimit.New(benchLimiter(b), echolimit.WithHeaders(guard.HeadersNone))), reqs)
+	})
+	b.Run("echo-ratelimiter", func(b *testing.B) { serve(b, router(echoLimiter()), reqs) })
+}
+
+// BenchmarkMiddlewareParallel is BenchmarkMiddleware under b.RunParallel,
+// over 100k distinct clients.
+func BenchmarkMiddlewareParallel(b *testing.B) {
+	reqs := requests(100_000)
+	checkDistinct(b, reqs)
+	run := func(b *testing.B, h http.Handler) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			w := &discard{h: make(http.Header, 4)}
+			i := rand.IntN(len(reqs))
+			for pb.Next() {
+				clear(w.h)
+				h.ServeHTTP(w, reqs[i%len(reqs)])
+				i++
+			}
+		})
+	}
+	b.Run("bare", func(b *testing.B) { run(b, router()) })
+	b.Run("tollgate", func(b *testing.B) { run(b, router(echolimit.New(benchLimiter(b)))) })
+	b.Run("echo-ratelimiter", func(b *testing.B) { run(b, router(echoLimiter())) })
+}
+
+// BenchmarkMiddlewareKeys varies the number of distinct clients.
+func BenchmarkMiddlewareKeys(b *testing.B) {
+	for _, n := range []int{1, 1_000, 100_000} {
+		reqs := requests(n)
+		checkDistinct(b, reqs)
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) { serve(b, router(echolimit.New(benchLimiter(b))), reqs) })
+	}
+}
+
+// checkDistinct fails the benchmark unless every request has its own key.
+func checkDistinct(b *testing.B, reqs []*http.Request) {
+	b.Helper()
+	seen := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		k, err := keyfuncs.IP()(keyfuncs.FromHTTP(r))
+		if err != nil || seen[k] {
+			b.Fatalf("key %q of %s: duplicate or error %v", k, r.RemoteAddr, err)
+		}
+		seen[k] = true
+	}
+}

@@ -1,0 +1,62 @@
+package echolimit
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/guard"
+)
+
+// New returns echo middleware that limits requests with lim: by peer
+// address (keyfuncs.IP()), at cost 1, with draft-11 RateLimit headers,
+// unless options say otherwise. Use it app-wide, on a group, or on one
+// route:
+//
+//	e.Use(echolimit.New(lim))
+//	api := e.Group("/api", echolimit.New(apiLim, echolimit.WithKeyFunc(userKey)))
+//	e.POST("/search", search, echolimit.New(searchLim, echolimit.WithCost(5)))
+//
+// The rate-limit headers are set on c.Response() before the next handler
+// runs. A denied request gets 429 with Retry-After and a problem+json body,
+// written by the middleware, which then returns nil; a request that cannot
+// be decided gets the ErrorHandler's response (see guard.ErrorStatus), and
+// error text never reaches the client. A WithDeniedHandler or
+// WithErrorHandler function may instead return an error (such as an
+// *echo.HTTPError) for e.HTTPErrorHandler to answer: the middleware returns
+// it.
+//
+// The next handler's error is returned unchanged, for echo to handle,
+// except when the Guard settles on the response's status (WithRefundOn,
+// WithResponseCost): then the middleware commits it with c.Error(err),
+// as echo's Logger middleware does, so that the status settled is the one
+// e.HTTPErrorHandler sent, and returns nil. WithReportedCost makes the
+// middleware replace c.Request() with a copy carrying the cost slot in its
+// context; handlers report with ReportCost(c, n) or
+// guard.ReportCost(c.Request().Context(), n).
+//
+// Register the middleware with e.Use, Group or a route, not e.Pre: before
+// routing c.Path() is empty, and keyfuncs.Route has no key.
+//
+// New panics if lim is nil or an option is invalid (a negative cost or max
+// delay, a nil limiter in WithRule, an unknown header style): programmer
+// errors. The middleware is safe for concurrent use.
+func New(lim *core.Limiter, opts ...Option) echo.MiddlewareFunc {
+	if lim == nil {
+		panic("echolimit: New: nil *core.Limiter")
+	}
+	g, err := guard.New(lim, opts...)
+	if err != nil {
+		panic("echolimit: New: " + err.Error())
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		// echo builds the chain of e.Use middleware per request: keep this
+		// closure small.
+		return func(c echo.Context) error {
+			x := &gate{c: c, next: next, track: g.NeedsResult()}
+			if err := g.Serve(x, x, x.call); err != nil {
+				return err
+			}
+			return x.err
+		}
+	}
+}
