@@ -1,0 +1,48 @@
+package fiberlimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+
+	"github.com/tollgate/tollgate/fiberlimit"
+	"github.com/tollgate/tollgate/guard/guardtest"
+)
+
+// TestConformance runs the shared table through a fiber app, bridged to
+// net/http by fiber's adaptor. fiber's adaptor.HTTPHandler runs an
+// http.Handler with fasthttp's RequestCtx as its context, which drops the
+// context the middleware passes on (and with it the cost slot of
+// WithReportedCost), so the table's App is mounted through withUserContext,
+// which hands it c.UserContext() instead.
+func TestConformance(t *testing.T) {
+	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+		app := fiber.New()
+		app.Use(fiberlimit.New(cfg.Limiter, cfg.Options...))
+		app.Use(withUserContext(cfg.App))
+		return adaptor.FiberApp(app)
+	})
+}
+
+// withUserContext runs h as a fiber handler, with c.UserContext() as the
+// request's context, and copies its response into c.
+func withUserContext(h http.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		r, err := adaptor.ConvertRequest(c, true)
+		if err != nil {
+			return err
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r.WithContext(c.UserContext()))
+		for k, vs := range rec.Header() {
+			for _, v := range vs {
+				c.Response().Header.Add(k, v)
+			}
+		}
+		c.Status(rec.Code)
+		return c.Send(rec.Body.Bytes())
+	}
+}
