@@ -1,0 +1,135 @@
+package ginlimit_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/ginlimit"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// discard is a ResponseWriter that keeps nothing, so that the benchmarks
+// measure the router and the middleware, not httptest.ResponseRecorder.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// benchLimiter admits every request of the benchmark: a quota no run
+// reaches, so that the memstore path is the common one (existing key,
+// allowed).
+func benchLimiter(b *testing.B) *core.Limiter {
+	b.Helper()
+	st := memstore.New()
+	b.Cleanup(func() { st.Close() })
+	lim, err := core.New(st, core.Per(1<<30, time.Hour).Named("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
+// router returns a gin engine with one route, /items/:id, answering 204,
+// behind mw when there is one.
+func router(mw ...gin.HandlerFunc) *gin.Engine {
+	r := gin.New()
+	r.Use(mw...)
+	r.GET("/items/:id", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	return r
+}
+
+func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
+	b.Helper()
+	w := &discard{h: make(http.Header, 4)}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		clear(w.h)
+		h.ServeHTTP(w, reqs[i%len(reqs)])
+	}
+}
+
+// requests returns n requests from n distinct clients.
+func requests(n int) []*http.Request {
+	reqs := make([]*http.Request, n)
+	for i := range reqs {
+		r := httptest.NewRequest(http.MethodGet, "/items/42", nil)
+		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
+		reqs[i] = r
+	}
+	return reqs
+}
+
+// BenchmarkMiddleware compares a gin router with no middleware with the
+// same router behind one limit: draft-11 headers, memstore, one client.
+// The difference is the middleware's overhead per request.
+func BenchmarkMiddleware(b *testing.B) {
+	reqs := requests(1)
+	b.Run("bare", func(b *testing.B) { serve(b, router(), reqs) })
+	b.Run("limited", func(b *testing.B) { serve(b, router(ginlimit.New(benchLimiter(b))), reqs) })
+	b.Run("limited-no-headers", func(b *testing.B) {
+		serve(b, router(ginlimit.New(benchLimiter(b), ginlimit.WithHeaders(guard.HeadersNone))), reqs)
+	})
+	b.Run("limited-settle", func(b *testing.B) {
+		serve(b, router(ginlimit.New(benchLimiter(b), ginlimit.WithRefundOn(guard.ServerErrors))), reqs)
+	})
+	b.Run("limited-reported-cost", func(b *testing.B) {
+		serve(b, router(ginlimit.New(benchLimiter(b), ginlimit.WithReportedCost())), reqs)
+	})
+	b.Run("limited-gin-key", func(b *testing.B) {
+		key := func(c *gin.Context) (string, error) { return c.Param("id"), nil }
+		serve(b, router(ginlimit.New(benchLimiter(b), ginlimit.WithKeyFunc(key))), reqs)
+	})
+}
+
+// BenchmarkMiddlewareParallel is BenchmarkMiddleware under b.RunParallel,
+// over 100k distinct clients.
+func BenchmarkMiddlewareParallel(b *testing.B) {
+	reqs := requests(100_000)
+	checkDistinct(b, reqs)
+	run := func(b *testing.B, h http.Handler) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			w := &discard{h: make(http.Header, 4)}
+			i := rand.IntN(len(reqs))
+			for pb.Next() {
+				clear(w.h)
+				h.ServeHTTP(w, reqs[i%len(reqs)])
+				i++
+			}
+		})
+	}
+	b.Run("bare", func(b *testing.B) { run(b, router()) })
+	b.Run("limited", func(b *testing.B) { run(b, router(ginlimit.New(benchLimiter(b)))) })
+}
+
+// BenchmarkMiddlewareKeys varies the number of distinct clients.
+func BenchmarkMiddlewareKeys(b *testing.B) {
+	for _, n := range []int{1, 1_000, 100_000} {
+		reqs := requests(n)
+		checkDistinct(b, reqs)
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) { serve(b, router(ginlimit.New(benchLimiter(b))), reqs) })
+	}
+}
+
+// checkDistinct fails the benchmark unless every request has its own key.
+func checkDistinct(b *testing.B, reqs []*http.Request) {
+	b.Helper()
+	seen := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		k, err := keyfuncs.IP()(keyfuncs.FromHTTP(r))
+		if err != nil || seen[k] {
+			b.Fatalf("key %q of %s: duplicate or error %v", k, r.RemoteAddr, err)
+		}
+		seen[k] = true
+	}
+}

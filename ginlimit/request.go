@@ -1,0 +1,116 @@
+package ginlimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/keyfuncs"
+)
+
+// request is both the keyfuncs.Request and the guard.Writer of one
+// request. It is a single pointer, so converting it to either interface
+// allocates nothing, and the translated options below reach the
+// *gin.Context again by a type assertion.
+type request struct{ c *gin.Context }
+
+var (
+	_ keyfuncs.Request = request{}
+	_ guard.Writer     = request{}
+)
+
+// Method implements keyfuncs.Request.
+func (x request) Method() string { return keyfuncs.FromHTTP(x.c.Request).Method() }
+
+// Path implements keyfuncs.Request: the decoded URL path.
+func (x request) Path() string { return keyfuncs.FromHTTP(x.c.Request).Path() }
+
+// Route implements keyfuncs.Request with c.FullPath(), e.g.
+// "/users/:id"; "" under NoRoute and NoMethod.
+func (x request) Route() string { return x.c.FullPath() }
+
+// Header implements keyfuncs.Request.
+func (x request) Header(name string) string { return x.c.Request.Header.Get(name) }
+
+// HeaderValues implements keyfuncs.Request.
+func (x request) HeaderValues(name string) []string { return x.c.Request.Header.Values(name) }
+
+// Query implements keyfuncs.Request with the semantics of c.Query, without
+// parsing (and caching) the whole query.
+func (x request) Query(name string) string { return keyfuncs.FromHTTP(x.c.Request).Query(name) }
+
+// RemoteAddr implements keyfuncs.Request with the transport peer,
+// c.Request.RemoteAddr: never c.ClientIP(), whose proxy trust is gin's
+// engine configuration (see the package documentation).
+func (x request) RemoteAddr() string { return x.c.Request.RemoteAddr }
+
+// Context implements keyfuncs.Request with c.Request.Context(): it ends
+// with the request whatever gin's ContextWithFallback says.
+func (x request) Context() context.Context { return x.c.Request.Context() }
+
+// SetHeader implements guard.Writer. name is canonical, so the value is
+// assigned to the header map directly.
+func (x request) SetHeader(name, value string) { x.c.Writer.Header()[name] = []string{value} }
+
+// WriteResponse implements guard.Writer.
+func (x request) WriteResponse(status int, body []byte) error {
+	x.c.Writer.WriteHeader(status)
+	_, err := x.c.Writer.Write(body)
+	return err
+}
+
+// Context returns the *gin.Context behind r, a request that the middleware
+// of this package hands to key, cost and skip functions, handlers and
+// hooks; nil for any other keyfuncs.Request. It lets a function written
+// against keyfuncs or guard reach gin:
+//
+//	guard.WithOnDenied(func(r keyfuncs.Request, d *guard.Denial) {
+//		log.Printf("denied %s on %s", d.Key, ginlimit.Context(r).FullPath())
+//	})
+func Context(r keyfuncs.Request) *gin.Context {
+	if x, ok := r.(request); ok {
+		return x.c
+	}
+	return nil
+}
+
+// errNotGin is returned by the functions of KeyFunc when called with a
+// request that does not come from this package.
+var errNotGin = errors.New("ginlimit: KeyFunc called with a request not from ginlimit")
+
+// KeyFunc adapts a key function over *gin.Context to a keyfuncs.Func, for
+// keyfuncs.Join, guard.Optional and the options of package guard.
+// WithKeyFunc and WithRule take a func(*gin.Context) (string, error) as
+// is, so they do not need it.
+//
+// The result follows the keyfuncs.Func contract: an empty key becomes an
+// error matching keyfuncs.ErrNoKey (so that guard.Optional exempts the
+// request from a rule instead of failing it), and a key longer than
+// keyfuncs.MaxKeyLen one matching keyfuncs.ErrKeyTooLong. Either fails the
+// request with 400 unless the rule is optional.
+func KeyFunc(fn func(c *gin.Context) (string, error)) keyfuncs.Func {
+	return func(r keyfuncs.Request) (string, error) {
+		c := Context(r)
+		if c == nil {
+			return "", errNotGin
+		}
+		k, err := fn(c)
+		switch {
+		case err != nil:
+			return "", err
+		case k == "":
+			return "", errEmptyKey
+		case len(k) > keyfuncs.MaxKeyLen:
+			return "", errLongKey
+		}
+		return k, nil
+	}
+}
+
+var (
+	errEmptyKey = fmt.Errorf("ginlimit: %w: the key function returned an empty key", keyfuncs.ErrNoKey)
+	errLongKey  = fmt.Errorf("ginlimit: %w: the key function returned more than %d bytes", keyfuncs.ErrKeyTooLong, keyfuncs.MaxKeyLen)
+)
