@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tollgate/tollgate/core"
 )
@@ -52,11 +53,21 @@ type shard struct {
 	_  [40]byte // keep shards' hot words on separate cache lines
 }
 
+// entry holds one key's states, one per limit layout (core.State.Ident):
+// limiters with different limits may share a key, as Redis keys are per
+// key and layout. The first n states are those of the last operation's
+// limits, in order, and lims is that operation's Limits array, so that the
+// next operation of the same Limiter runs Step on them directly.
 type entry struct {
 	expires int64 // µs; after it every state equals a fresh one
+	lims    *core.Limit
+	n       int
 	states  []core.State
 	one     [1]core.State // storage for the common single-limit case
 }
+
+// maxStatesPerKey bounds the limit layouts one key keeps state for.
+const maxStatesPerKey = 16
 
 // An Option configures a Store.
 type Option func(*config)
@@ -155,27 +166,105 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
 	sh.mu.Lock()
 	e := sh.m[key]
-	if e == nil || len(e.states) != len(op.Limits) {
-		// A new key, or one whose number of limits changed: decide on
-		// fresh states, which replace the entry only on success.
-		d, err := s.applyNew(sh, key, &op, now)
-		sh.mu.Unlock()
-		return d, err
-	}
-	d, keep, err := core.Step(&op, now, e.states)
-	if err == nil {
-		if keep == 0 {
-			delete(sh.m, key)
-		} else {
-			e.expires = now + int64(keep/time.Microsecond)
+	var d core.Decision
+	var err error
+	switch {
+	case e == nil:
+		d, err = s.applyNew(sh, key, &op, now)
+	case e.lims == unsafe.SliceData(op.Limits) && e.n == len(op.Limits):
+		var keep time.Duration
+		d, keep, err = core.Step(&op, now, e.states[:e.n])
+		if err == nil {
+			e.settle(sh, key, now, keep)
 		}
+	default:
+		d, err = e.applyMixed(sh, key, &op, now)
 	}
 	sh.mu.Unlock()
 	return d, err
 }
 
-// applyNew applies op to fresh scratch states, which replace key's entry
-// (if any) when they differ from fresh ones afterwards. sh.mu is held.
+// settle records how long e must be kept after an operation whose states
+// are e.states[:e.n]; other layouts' states keep it at least as long as
+// before. sh.mu is held.
+func (e *entry) settle(sh *shard, key string, now int64, keep time.Duration) {
+	until := now + int64(keep/time.Microsecond)
+	switch {
+	case len(e.states) == e.n && keep == 0:
+		delete(sh.m, key)
+	case len(e.states) == e.n:
+		e.expires = until
+	default:
+		e.expires = max(e.expires, until)
+	}
+}
+
+// applyMixed applies op to an existing key whose states are not laid out
+// for op's limits: it matches states to limits by layout, runs Step on
+// them (fresh ones for layouts the key has no state for) and stores them
+// back, first and in order, so that the next op of the same limits takes
+// the fast path. Nothing changes on error. sh.mu is held.
+func (e *entry) applyMixed(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
+	n := len(op.Limits)
+	var buf [4]core.State
+	var from [4]int
+	scratch, src := buf[:0], from[:0]
+	if n <= len(buf) {
+		scratch, src = buf[:n], from[:n]
+	} else {
+		scratch, src = make([]core.State, n), make([]int, n)
+	}
+	for i := range op.Limits {
+		src[i] = -1
+		p, err := op.Limits[i].Params()
+		if err != nil {
+			break // Step reports it
+		}
+		for j := range e.states {
+			if e.states[j].Ident == p.Ident && !taken(src[:i], j) {
+				scratch[i], src[i] = e.states[j], j
+				break
+			}
+		}
+	}
+	d, keep, err := core.Step(op, now, scratch)
+	if err != nil {
+		return d, err
+	}
+	aligned := len(e.states) >= n
+	for i := 0; aligned && i < n; i++ {
+		aligned = src[i] == i
+	}
+	if aligned { // same layouts in the same places: a new Limits slice of equal limits
+		copy(e.states, scratch)
+		e.n, e.lims = n, unsafe.SliceData(op.Limits)
+		e.settle(sh, key, now, keep)
+		return d, nil
+	}
+	// The op's states first, in order; then the other layouts' states.
+	states := make([]core.State, 0, len(e.states)+n)
+	states = append(states, scratch...)
+	for j := range e.states {
+		if !taken(src, j) && len(states) < maxStatesPerKey {
+			states = append(states, e.states[j])
+		}
+	}
+	e.states, e.n, e.lims = states, n, unsafe.SliceData(op.Limits)
+	e.settle(sh, key, now, keep)
+	return d, nil
+}
+
+func taken(src []int, j int) bool {
+	for _, k := range src {
+		if k == j {
+			return true
+		}
+	}
+	return false
+}
+
+// applyNew applies op to a key with no entry, on fresh scratch states that
+// are stored only if they differ from fresh ones afterwards. sh.mu is held.
 func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
 	var buf [4]core.State
 	var states []core.State
@@ -189,13 +278,12 @@ func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.De
 		return d, err
 	}
 	if keep == 0 {
-		delete(sh.m, key)
 		return d, nil
 	}
-	if _, ok := sh.m[key]; !ok && len(sh.m) >= s.perShard {
+	if len(sh.m) >= s.perShard {
 		s.evict(sh, now)
 	}
-	e := &entry{expires: now + int64(keep/time.Microsecond)}
+	e := &entry{expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states)}
 	e.setLen(len(states))
 	copy(e.states, states)
 	sh.m[cloneKey(key, op.Key)] = e

@@ -201,3 +201,24 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// Limits chosen per key (core.WithLimitsFunc) often come as a new slice of
+// the same limits on every call: the store must still not allocate.
+func TestEqualLimitsInANewSliceAllocateNothing(t *testing.T) {
+	s := New(WithSweepInterval(0))
+	defer s.Close()
+	ctx := context.Background()
+	mk := func() []core.Limit { return []core.Limit{core.PerSecond(1 << 30), core.PerHour(1 << 30)} }
+	s.Apply(ctx, core.Op{Key: "k", Limits: mk(), Cost: 1})
+	a, b := mk(), mk()
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		op := core.Op{Key: "k", Limits: a, Cost: 1}
+		if i++; i%2 == 0 {
+			op.Limits = b
+		}
+		s.Apply(ctx, op)
+	}); n > 1 { // the Decision's States slice of two limits
+		t.Errorf("%v allocs per Apply alternating two equal Limits slices, want ≤ 1", n)
+	}
+}

@@ -78,6 +78,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 		}
 	})
 	t.Run("keys are independent", func(t *testing.T) { testIndependentKeys(t, open(t)) })
+	t.Run("limiters sharing a store and a key keep their own limits", func(t *testing.T) { testSharedKey(t, open(t)) })
 	t.Run("invalid input is an error and changes nothing", func(t *testing.T) { testInvalid(t, open(t)) })
 	t.Run("keys of any bytes are safe and distinct", func(t *testing.T) { testOddKeys(t, open(t)) })
 	t.Run("concurrent callers are admitted exactly the quota", func(t *testing.T) {
@@ -228,6 +229,31 @@ func testIndependentKeys(t *testing.T, st core.Store) {
 	for _, k := range []string{"y", "x:", "X", "x ", " x", "xx"} {
 		if d := take(k); !d.Allowed || d.Remaining != 1 {
 			t.Errorf("first Take of %q after 3 of %q = %+v, want allowed with 1 remaining", k, "x", d)
+		}
+	}
+}
+
+// testSharedKey: two limiters with different limits (an app-wide one and a
+// route's own, both keyed by client IP) share one store and key. State is
+// per key and limit layout, so neither may reset the other's usage.
+func testSharedKey(t *testing.T, st core.Store) {
+	ctx := context.Background()
+	app := []core.Limit{core.PerMinute(5), core.PerHour(50).WithAlgorithm(core.GCRA)}
+	route := []core.Limit{core.PerMinute(20).WithAlgorithm(core.FixedWindow)}
+	for i := 1; i <= 6; i++ {
+		da, err := st.Apply(ctx, core.Op{Key: "10.0.0.1", Limits: app, Cost: 1, Now: Epoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dr, err := st.Apply(ctx, core.Op{Key: "10.0.0.1", Limits: route, Cost: 3, Now: Epoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i <= 5; da.Allowed != want {
+			t.Errorf("app-wide Take #%d after %d route Takes: Allowed = %v, want %v (%+v)", i, i-1, da.Allowed, want, da)
+		}
+		if want := i <= 6; dr.Allowed != want || dr.Remaining != 20-3*int64(i) {
+			t.Errorf("route Take #%d (cost 3): Allowed %v Remaining %d, want %v and %d", i, dr.Allowed, dr.Remaining, want, 20-3*i)
 		}
 	}
 }
