@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"time"
 )
 
@@ -16,6 +18,8 @@ type Limiter struct {
 	limits   []Limit
 	limitsFn func(ctx context.Context, key string) []Limit
 	clock    Clock
+	scope    string // Op.Scope of every operation
+	named    bool   // scope set by WithName
 
 	// Failure handling (policy.go); unused when the store is InProcess.
 	inProcess bool
@@ -92,7 +96,45 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 	if len(l.limits) == 0 && l.limitsFn == nil {
 		return nil, fmt.Errorf("tollgate: New: %w: no limits and no WithLimitsFunc", ErrInvalidOp)
 	}
+	if !l.named {
+		l.scope = defaultScope(l.limits)
+	}
 	return l, nil
+}
+
+// WithName names the Limiter. The name is its scope (Op.Scope): Limiters
+// sharing a store keep separate state for the same key unless they have
+// the same scope, so a fleet's processes share a Limiter's keys by giving
+// it the same name, or the same limits. It must be printable ASCII, at most
+// MaxNameLen bytes. Default: derived from the Limiter's limits (their
+// algorithm, quota, period, burst, precision and name), so that Limiters
+// configured alike share keys and others do not; a Limiter with only a
+// WithLimitsFunc has the empty scope.
+func WithName(name string) Option {
+	return optionFunc(func(l *Limiter) error {
+		if len(name) > MaxNameLen || !isPrintableASCII(name) {
+			return fmt.Errorf("%w: limiter name %.64q is not printable ASCII of at most %d bytes", ErrInvalidOp, name, MaxNameLen)
+		}
+		l.scope, l.named = name, true
+		return nil
+	})
+}
+
+// Name returns the Limiter's scope: its WithName, or the one derived from
+// its limits.
+func (l *Limiter) Name() string { return l.scope }
+
+// defaultScope derives a scope from limits: a digest of their definitions,
+// the same in every process configured alike.
+func defaultScope(limits []Limit) string {
+	if len(limits) == 0 {
+		return ""
+	}
+	h := fnv.New64a()
+	for _, lim := range limits {
+		fmt.Fprintf(h, "%d/%d/%d/%d/%d/%q;", lim.Algorithm, lim.Quota, lim.Period, lim.Burst, lim.Precision, lim.Name)
+	}
+	return "l" + strconv.FormatUint(h.Sum64(), 36)
 }
 
 // Store returns the Limiter's store.
@@ -155,7 +197,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
 }
 
 func (l *Limiter) do(ctx context.Context, kind Kind, key string, cost int64) (Decision, error) {
-	op := Op{Kind: kind, Key: key, Limits: l.limits, Cost: cost}
+	op := Op{Kind: kind, Scope: l.scope, Key: key, Limits: l.limits, Cost: cost}
 	if l.limitsFn != nil {
 		op.Limits = l.Limits(ctx, key)
 		// Stores check the numbers; names reach response headers, so the

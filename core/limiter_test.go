@@ -176,3 +176,47 @@ func TestLimiterPostHocSettlement(t *testing.T) {
 		}
 	}
 }
+
+// Limiters configured differently do not share a key's state on one store;
+// Limiters configured alike (a fleet's processes) do, and WithName decides.
+func TestLimitersOnOneStoreAreScopedByTheirLimits(t *testing.T) {
+	store := memstore.New(memstore.WithSweepInterval(0))
+	defer store.Close()
+	ctx := context.Background()
+	mk := func(opts ...core.Option) *core.Limiter {
+		t.Helper()
+		l, err := core.New(store, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	app := mk(core.PerMinute(5))
+	search := mk(core.PerMinute(10)) // same algorithm and period: same layout
+	twin := mk(core.PerMinute(5))    // configured as app
+	named := mk(core.PerMinute(5), core.WithName("other"))
+	if app.Name() == search.Name() || app.Name() != twin.Name() || named.Name() != "other" {
+		t.Fatalf("names: app %q search %q twin %q named %q; want app = twin ≠ search, named = other", app.Name(), search.Name(), twin.Name(), named.Name())
+	}
+	for range 4 {
+		if _, err := app.Allow(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		lim  *core.Limiter
+		want int64
+	}{{"search", search, 9}, {"twin", twin, 0}, {"named", named, 4}} {
+		d, err := c.lim.Allow(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Remaining != c.want {
+			t.Errorf("%s.Allow after 4 of app's: Remaining = %d, want %d", c.name, d.Remaining, c.want)
+		}
+	}
+	if _, err := core.New(store, core.PerMinute(5), core.WithName("bad\nname")); err == nil {
+		t.Error("WithName with a control character: New succeeded, want an error")
+	}
+}

@@ -23,6 +23,8 @@ func Step(op *Op, now int64, states []State) (d Decision, keep time.Duration, er
 		return d, 0, fmt.Errorf("%w: unknown kind %d", ErrInvalidOp, op.Kind)
 	case op.Key == "":
 		return d, 0, fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case len(op.Scope) > MaxNameLen:
+		return d, 0, fmt.Errorf("%w: scope is %d bytes long, more than %d", ErrInvalidOp, len(op.Scope), MaxNameLen)
 	case op.Cost < 0:
 		return d, 0, fmt.Errorf("%w: cost %d is negative (key %.64q)", ErrInvalidCost, op.Cost, op.Key)
 	case len(op.Limits) == 0:

@@ -58,6 +58,10 @@ func (k Kind) String() string {
 type Op struct {
 	// Kind is what to do. Default: Take.
 	Kind Kind
+	// Scope separates the keys of Limiters that share a store: one Key in
+	// two scopes is two keys. A Limiter sets it to its name (WithName).
+	// At most MaxNameLen bytes. Default: the empty scope.
+	Scope string
 	// Key identifies who is limited. It must not be empty; stores accept any
 	// bytes and bound the memory of long keys themselves.
 	Key string
@@ -78,6 +82,8 @@ func (op *Op) Validate() error {
 		return fmt.Errorf("%w: unknown kind %d", ErrInvalidOp, op.Kind)
 	case op.Key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case len(op.Scope) > MaxNameLen:
+		return fmt.Errorf("%w: scope is %d bytes long, more than %d", ErrInvalidOp, len(op.Scope), MaxNameLen)
 	case op.Cost < 0:
 		return fmt.Errorf("%w: cost %d is negative (key %.64q)", ErrInvalidCost, op.Cost, op.Key)
 	case len(op.Limits) == 0:

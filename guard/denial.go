@@ -89,8 +89,13 @@ func (d *Denial) Problem() []byte {
 	b = append(b, `{"type":"`+ProblemType+`","title":"Too Many Requests","status":429,"detail":"`...)
 	if d.RetryAfter > 0 {
 		b = append(b, "Retry after "...)
-		b = strconv.AppendInt(b, ceilSeconds(d.RetryAfter), 10)
-		b = append(b, " seconds."...)
+		n := ceilSeconds(d.RetryAfter)
+		b = strconv.AppendInt(b, n, 10)
+		if n == 1 {
+			b = append(b, " second."...)
+		} else {
+			b = append(b, " seconds."...)
+		}
 	} else {
 		b = append(b, "The request costs more than the policy allows at once; it cannot pass."...)
 	}

@@ -131,6 +131,15 @@ func WithRefundOn(match func(status int) bool) Option {
 // ServerErrors reports whether status is a 5xx: a matcher for WithRefundOn.
 func ServerErrors(status int) bool { return status >= 500 && status <= 599 }
 
+// NotPassed reports whether status is a 5xx or a 429: a matcher for
+// WithRefundOn on an app-wide middleware stacked over a route's own. The
+// app-wide limit counts a request before the route's limit is asked; with
+// WithRefundOn(NotPassed) it gives the unit back when the route's limit
+// (or the application) answers 429, so only requests that pass are
+// counted, as they are across the limits of one Limiter or the rules of
+// one middleware (WithRule).
+func NotPassed(status int) bool { return status == 429 || ServerErrors(status) }
+
 // WithReportedCost lets the handler report the real cost of a request,
 // known only once it ran (tokens generated, rows scanned), with ReportCost
 // or AddCost on its request context. After the handler, the difference

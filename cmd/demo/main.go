@@ -1,76 +1,214 @@
-// Command demo pushes a burst of weighted requests from two clients through
-// two limits on the in-memory store and prints each decision.
+// Command demo starts a real HTTP server on a free loopback port, limited by
+// Tollgate's net/http middleware on the in-memory store, sends it a scripted
+// burst from two clients and prints, for every request, the status and the
+// rate-limit headers the client received. Then it shuts the server down.
 //
 //	go run ./cmd/demo
+//
+// The server has an app-wide limit of 5 per second and 10 per minute per API
+// key (X-API-Key), and two routes with limiters of their own: POST /search
+// costs 5 units of a "search" limit, and POST /generate is admitted at an
+// estimate of 10 "tokens" and then charged what the handler reports it
+// really produced. Requests run one at a time, in a fixed order, so statuses
+// and remaining counts are the same on every run; t= and Retry-After depend
+// on where the run falls within the clock's second and minute.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/keyfuncs"
+	"github.com/tollgate/tollgate/nethttp"
 )
 
-// stepClock is a clock the demo moves by hand, so the output is the same on
-// every run.
-type stepClock struct{ t time.Time }
-
-func (c *stepClock) Now() time.Time { return c.t }
-
 func main() {
-	clock := &stepClock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	store := memstore.New(memstore.WithClock(clock))
-	defer store.Close()
-
-	// 10 units per second and 20 per minute, both at once: a request passes
-	// only if both admit its cost, and only passing requests are counted.
-	lim, err := core.New(store,
-		core.PerSecond(10).Named("per-second"),
-		core.PerMinute(20).Named("per-minute"),
-	)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if err := run(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
-	ctx := context.Background()
-	fmt.Println("limits: 10 units/second and 20 units/minute per client, sliding window")
-	fmt.Printf("%-8s %-7s %4s  %-7s %-10s %9s %11s\n", "time", "client", "cost", "result", "binding", "remaining", "retry-after")
-	script := []struct {
-		after  time.Duration
-		client string
-		cost   int64
-	}{
-		{0, "alice", 1}, {0, "alice", 1}, {0, "alice", 5}, {0, "alice", 5}, // 5 more would make 12 > 10/s
-		{0, "bob", 3}, {100 * time.Millisecond, "alice", 3},
-		{900 * time.Millisecond, "alice", 5}, {0, "alice", 5}, // the second window opens
-		{0, "alice", 25}, // more than any limit can ever hold
-		{time.Second, "alice", 1}, {0, "alice", 1}, {0, "bob", 10},
+}
+
+// server is the demo's application: its handler and the stores to close.
+type server struct {
+	handler http.Handler
+	stores  []*memstore.Store
+}
+
+func (s *server) Close() {
+	for _, st := range s.stores {
+		st.Close()
 	}
-	start := clock.t
-	for _, s := range script {
-		clock.t = clock.t.Add(s.after)
-		d, err := lim.AllowN(ctx, s.client, s.cost)
+}
+
+// newServer builds the limiters and the routes. Each limiter has its own
+// store: limiters that share a store must not share keys, and all three key
+// by the same API key here.
+func newServer() (*server, error) {
+	s := &server{}
+	newLimiter := func(limits ...core.Option) (*core.Limiter, error) {
+		st := memstore.New()
+		s.stores = append(s.stores, st)
+		return core.New(st, limits...)
+	}
+	app, err := newLimiter(core.PerSecond(5).Named("per-second"), core.PerMinute(10).Named("per-minute"))
+	if err != nil {
+		return nil, err
+	}
+	search, err := newLimiter(core.PerMinute(10).Named("search"))
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := newLimiter(core.PerMinute(100).Named("tokens"))
+	if err != nil {
+		return nil, err
+	}
+	// Clients are told apart by their API key. A real server checks the key
+	// before it limits on it; the demo trusts it.
+	byKey := nethttp.WithKeyFunc(keyfuncs.Header("X-API-Key"))
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello, %s\n", r.Header.Get("X-API-Key"))
+	})
+	// A costly route: 5 units of its own limit.
+	mux.Handle("POST /search", nethttp.New(search, byKey, nethttp.WithCost(5))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintln(w, "3 results")
+		})))
+	// A post-hoc cost: admitted at an estimate of 10 tokens; the handler
+	// reports what it really produced, and the difference is charged (or
+	// refunded) after it returns.
+	mux.Handle("POST /generate", nethttp.New(tokens, byKey, nethttp.WithCost(10), nethttp.WithReportedCost())(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			prompt, _ := io.ReadAll(io.LimitReader(r.Body, 1<<10))
+			n := generate(string(prompt))
+			guard.ReportCost(r.Context(), n)
+			fmt.Fprintf(w, "used %d", n)
+		})))
+	// The app-wide limit wraps the whole mux: every request pays 1 unit
+	// here first, then its route's own cost.
+	s.handler = nethttp.New(app, byKey)(mux)
+	return s, nil
+}
+
+// generate stands in for a language model: it "produces" 10 tokens per
+// word of the prompt, and returns how many.
+func generate(prompt string) int64 { return 10 * int64(len(strings.Fields(prompt))) }
+
+// step is one request of the script.
+type step struct {
+	client, method, path, body string
+	note                       string
+	wait                       time.Duration // sleep before the request
+}
+
+var script = []step{
+	{client: "alice", method: "GET", path: "/hello", note: "a burst: 1 unit each"},
+	{client: "alice", method: "GET", path: "/hello"},
+	{client: "alice", method: "GET", path: "/hello"},
+	{client: "alice", method: "GET", path: "/hello"},
+	{client: "alice", method: "GET", path: "/hello"},
+	{client: "alice", method: "GET", path: "/hello", note: "6th in a second"},
+	{client: "bob", method: "GET", path: "/hello", note: "bob has his own quota"},
+	{client: "bob", method: "POST", path: "/search", note: "weighted: cost 5"},
+	{client: "bob", method: "POST", path: "/search", note: "cost 5"},
+	{client: "bob", method: "POST", path: "/search", note: "cost 5"},
+	{client: "alice", method: "POST", path: "/generate", body: "tell me a story", note: "estimate 10", wait: 2 * time.Second},
+	{client: "alice", method: "POST", path: "/generate", body: "tell me a longer story please", note: "estimate 10"},
+	{client: "alice", method: "POST", path: "/generate", body: "one more", note: "estimate 10"},
+	{client: "alice", method: "GET", path: "/hello"},
+	{client: "alice", method: "GET", path: "/hello"},
+	{client: "alice", method: "GET", path: "/hello", note: "both limits spent"},
+}
+
+func run(out io.Writer) error {
+	s, err := newServer()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+
+	fmt.Fprintf(out, "Tollgate demo: net/http middleware on the in-memory store, serving %s\n", base)
+	fmt.Fprintln(out, `  app-wide, per API key:  "per-second" 5/s and "per-minute" 10/min (every request pays 1 unit)`)
+	fmt.Fprintln(out, `  POST /search:           "search" 10/min, each request costs 5`)
+	fmt.Fprintln(out, `  POST /generate:         "tokens" 100/min, admitted at 10, then charged the tokens it used`)
+	fmt.Fprintln(out, "  A route's own limiter writes the RateLimit headers its client sees.")
+	fmt.Fprintln(out)
+	const row = "%-2s %-6s %-15s %-6s %-44s %-21s %-11s %s\n"
+	fmt.Fprintf(out, row, "#", "client", "request", "status", "RateLimit-Policy", "RateLimit", "Retry-After", "note")
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	var problem string
+	for i, st := range script {
+		if st.wait > 0 {
+			fmt.Fprintf(out, "   ... %v later: every per-second window has passed ...\n", st.wait)
+			time.Sleep(st.wait)
+		}
+		req, err := http.NewRequest(st.method, base+st.path, strings.NewReader(st.body))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return err
 		}
-		result, retry := "allowed", "-"
-		if !d.Allowed {
-			result, retry = "DENIED", d.RetryAfter.String()
-			if d.RetryAfter == core.Never {
-				retry = "never"
-			}
+		req.Header.Set("X-API-Key", st.client)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
 		}
-		fmt.Printf("%-8s %-7s %4d  %-7s %-10s %9d %11s\n", "+"+clock.t.Sub(start).String(), s.client, s.cost, result, d.Limit.Name, d.Remaining, retry)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		note := st.note
+		if resp.StatusCode == http.StatusOK && st.path == "/generate" {
+			var used int64
+			fmt.Sscanf(string(body), "used %d", &used)
+			note += fmt.Sprintf(", used %d: %+d settled after", used, used-10)
+		}
+		if resp.StatusCode == http.StatusTooManyRequests && problem == "" {
+			problem = fmt.Sprintf("The body of 429 #%d (%s):\n  %s", i+1, resp.Header.Get("Content-Type"), body)
+		}
+		line := fmt.Sprintf(row, fmt.Sprint(i+1), st.client, st.method+" "+st.path, fmt.Sprint(resp.StatusCode),
+			orDash(resp.Header.Get("RateLimit-Policy")), orDash(resp.Header.Get("RateLimit")),
+			orDash(resp.Header.Get("Retry-After")), note)
+		fmt.Fprintln(out, strings.TrimRight(line, " \n"))
 	}
-	// Post-hoc cost: admit at an estimate, settle when the real cost is known.
-	d, _ := lim.AllowN(ctx, "carol", 4)
-	fmt.Printf("\ncarol admitted at an estimate of 4: remaining %d (%s)\n", d.Remaining, d.Limit.Name)
-	d, _ = lim.Refund(ctx, "carol", 3)
-	fmt.Printf("the request cost 1 after all, refund 3: remaining %d (%s)\n", d.Remaining, d.Limit.Name)
-	d, _ = lim.Charge(ctx, "carol", 15)
-	fmt.Printf("a later one overran by 15, charge it: remaining %d, within limits: %v, retry after %v\n", d.Remaining, d.Allowed, d.RetryAfter)
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, problem)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		return err
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintln(out, "\nserver shut down")
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

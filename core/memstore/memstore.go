@@ -47,9 +47,12 @@ type Store struct {
 	evictions atomic.Int64
 }
 
+// mkey is a key within its scope (core.Op.Scope).
+type mkey struct{ scope, key string }
+
 type shard struct {
 	mu sync.Mutex
-	m  map[string]*entry
+	m  map[mkey]*entry
 	_  [40]byte // keep shards' hot words on separate cache lines
 }
 
@@ -139,7 +142,7 @@ func New(opts ...Option) *Store {
 	}
 	s.baseMicro = s.base.UnixMicro()
 	for i := range s.shards {
-		s.shards[i].m = make(map[string]*entry)
+		s.shards[i].m = make(map[mkey]*entry)
 	}
 	if c.sweep > 0 {
 		go s.sweeper(c.sweep)
@@ -164,21 +167,22 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 		key = "\x00sha256:" + string(sum[:])
 	}
 	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
+	k := mkey{op.Scope, key}
 	sh.mu.Lock()
-	e := sh.m[key]
+	e := sh.m[k]
 	var d core.Decision
 	var err error
 	switch {
 	case e == nil:
-		d, err = s.applyNew(sh, key, &op, now)
+		d, err = s.applyNew(sh, k, &op, now)
 	case e.lims == unsafe.SliceData(op.Limits) && e.n == len(op.Limits):
 		var keep time.Duration
 		d, keep, err = core.Step(&op, now, e.states[:e.n])
 		if err == nil {
-			e.settle(sh, key, now, keep)
+			e.settle(sh, k, now, keep)
 		}
 	default:
-		d, err = e.applyMixed(sh, key, &op, now)
+		d, err = e.applyMixed(sh, k, &op, now)
 	}
 	sh.mu.Unlock()
 	return d, err
@@ -187,7 +191,7 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 // settle records how long e must be kept after an operation whose states
 // are e.states[:e.n]; other layouts' states keep it at least as long as
 // before. sh.mu is held.
-func (e *entry) settle(sh *shard, key string, now int64, keep time.Duration) {
+func (e *entry) settle(sh *shard, key mkey, now int64, keep time.Duration) {
 	until := now + int64(keep/time.Microsecond)
 	switch {
 	case len(e.states) == e.n && keep == 0:
@@ -204,7 +208,7 @@ func (e *entry) settle(sh *shard, key string, now int64, keep time.Duration) {
 // them (fresh ones for layouts the key has no state for) and stores them
 // back, first and in order, so that the next op of the same limits takes
 // the fast path. Nothing changes on error. sh.mu is held.
-func (e *entry) applyMixed(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
+func (e *entry) applyMixed(sh *shard, key mkey, op *core.Op, now int64) (core.Decision, error) {
 	n := len(op.Limits)
 	var buf [4]core.State
 	var from [4]int
@@ -265,7 +269,7 @@ func taken(src []int, j int) bool {
 
 // applyNew applies op to a key with no entry, on fresh scratch states that
 // are stored only if they differ from fresh ones afterwards. sh.mu is held.
-func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
+func (s *Store) applyNew(sh *shard, key mkey, op *core.Op, now int64) (core.Decision, error) {
 	var buf [4]core.State
 	var states []core.State
 	if len(op.Limits) <= len(buf) {
@@ -286,7 +290,7 @@ func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.De
 	e := &entry{expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states)}
 	e.setLen(len(states))
 	copy(e.states, states)
-	sh.m[cloneKey(key, op.Key)] = e
+	sh.m[mkey{cloneString(key.scope), cloneKey(key.key, op.Key)}] = e
 	return d, nil
 }
 
@@ -297,7 +301,14 @@ func cloneKey(key, orig string) string {
 	if key != orig {
 		return key
 	}
-	return string(append([]byte(nil), key...))
+	return cloneString(key)
+}
+
+func cloneString(s string) string {
+	if s == "" {
+		return ""
+	}
+	return string(append([]byte(nil), s...))
 }
 
 func (e *entry) setLen(n int) {
@@ -312,7 +323,7 @@ func (e *entry) setLen(n int) {
 // evict makes room in a full shard: expired entries among a sample go
 // first, else the sampled entry that expires soonest. sh.mu is held.
 func (s *Store) evict(sh *shard, now int64) {
-	var victim string
+	var victim mkey
 	var soonest int64
 	seen := 0
 	for k, e := range sh.m { // map iteration starts at a random entry

@@ -79,6 +79,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 	})
 	t.Run("keys are independent", func(t *testing.T) { testIndependentKeys(t, open(t)) })
 	t.Run("limiters sharing a store and a key keep their own limits", func(t *testing.T) { testSharedKey(t, open(t)) })
+	t.Run("scopes separate keys", func(t *testing.T) { testScopes(t, open(t)) })
 	t.Run("invalid input is an error and changes nothing", func(t *testing.T) { testInvalid(t, open(t)) })
 	t.Run("keys of any bytes are safe and distinct", func(t *testing.T) { testOddKeys(t, open(t)) })
 	t.Run("concurrent callers are admitted exactly the quota", func(t *testing.T) {
@@ -255,6 +256,36 @@ func testSharedKey(t *testing.T, st core.Store) {
 		if want := i <= 6; dr.Allowed != want || dr.Remaining != 20-3*int64(i) {
 			t.Errorf("route Take #%d (cost 3): Allowed %v Remaining %d, want %v and %d", i, dr.Allowed, dr.Remaining, want, 20-3*i)
 		}
+	}
+}
+
+// testScopes: the same key and the same limits in two scopes (two Limiters
+// named differently) are two keys.
+func testScopes(t *testing.T, st core.Store) {
+	ctx := context.Background()
+	lim := []core.Limit{core.PerMinute(10)}
+	for _, scope := range []string{"app", "search"} {
+		for i := 0; i < 3; i++ {
+			if _, err := st.Apply(ctx, core.Op{Scope: scope, Key: "10.0.0.1", Limits: lim, Cost: 2, Now: Epoch}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, scope := range []string{"app", "search", ""} {
+		d, err := st.Apply(ctx, core.Op{Kind: core.Peek, Scope: scope, Key: "10.0.0.1", Limits: lim, Now: Epoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(4)
+		if scope == "" {
+			want = 10
+		}
+		if d.Remaining != want {
+			t.Errorf("Peek in scope %q: Remaining = %d, want %d", scope, d.Remaining, want)
+		}
+	}
+	if _, err := st.Apply(ctx, core.Op{Scope: strings.Repeat("s", core.MaxNameLen+1), Key: "k", Limits: lim, Cost: 1, Now: Epoch}); !errors.Is(err, core.ErrInvalidOp) {
+		t.Errorf("a scope longer than MaxNameLen: err = %v, want one wrapping core.ErrInvalidOp", err)
 	}
 }
 

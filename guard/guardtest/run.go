@@ -161,6 +161,9 @@ func Problem429(retry int, policies ...string) string {
 	detail := "The request costs more than the policy allows at once; it cannot pass."
 	if retry > 0 {
 		detail = fmt.Sprintf("Retry after %d seconds.", retry)
+		if retry == 1 {
+			detail = "Retry after 1 second."
+		}
 	}
 	quoted := make([]string, len(policies))
 	for i, p := range policies {

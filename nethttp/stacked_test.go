@@ -1,0 +1,54 @@
+package nethttp_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/nethttp"
+)
+
+// An app-wide limit and a route's own limit, on one store and keyed by the
+// same client IP: the route's denials must not use up the app-wide quota
+// when the app-wide middleware refunds what did not pass.
+func TestStackedMiddlewaresCountOnlyPassingRequests(t *testing.T) {
+	store := memstore.New(memstore.WithSweepInterval(0))
+	defer store.Close()
+	app, err := core.New(store, core.PerMinute(5).Named("app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	search, err := core.New(store, core.PerMinute(10).Named("search"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	mux := http.NewServeMux()
+	mux.Handle("/search", nethttp.New(search, nethttp.WithCost(5))(ok))
+	mux.Handle("/", ok)
+	h := nethttp.New(app, nethttp.WithRefundOn(guard.NotPassed))(mux)
+
+	get := func(path string) int {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for i, want := range []int{200, 200, 429, 429, 429} { // search: 10 per minute at cost 5
+		if got := get("/search"); got != want {
+			t.Fatalf("search #%d = %d, want %d", i+1, got, want)
+		}
+	}
+	// The app-wide limit counted the two searches that passed, not the three
+	// the route denied: 3 of its 5 units are left.
+	for i, want := range []int{200, 200, 200, 429} {
+		if got := get("/"); got != want {
+			t.Errorf("GET / #%d after the searches = %d, want %d", i+1, got, want)
+		}
+	}
+}
