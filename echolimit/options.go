@@ -34,9 +34,9 @@ type Option = guard.Option
 // address.
 func WithKeyFunc(fn func(c echo.Context) (string, error)) Option {
 	if fn == nil {
-		return guard.WithKeyFunc(nil)
+		return guard.WithKey(nil)
 	}
-	return guard.WithKeyFunc(KeyFunc(fn))
+	return guard.WithKey(KeyFunc(fn))
 }
 
 // WithKey sets the key function to one of package keyfuncs, or to Value:
@@ -45,8 +45,8 @@ func WithKeyFunc(fn func(c echo.Context) (string, error)) Option {
 //	echolimit.WithKey(keyfuncs.Join("|", keyfuncs.IP(), keyfuncs.Route()))
 //	echolimit.WithKey(echolimit.Value("user"))                 // c.Get("user")
 //
-// It is guard.WithKeyFunc. Default: keyfuncs.IP().
-func WithKey(fn keyfuncs.Func) Option { return guard.WithKeyFunc(fn) }
+// It is guard.WithKey. Default: keyfuncs.IP().
+func WithKey(fn keyfuncs.Func) Option { return guard.WithKey(fn) }
 
 // WithRule adds a further limiter applied to its own key, after lim: see
 // guard.WithRule. Use KeyFunc for a key function over echo.Context, and

@@ -298,6 +298,17 @@ func TestReportCost(t *testing.T) {
 	do(plain, "GET", "/")
 }
 
+func TestNilKeyFuncMeansTheDefault(t *testing.T) {
+	app := fiber.New()
+	app.Use(fiberlimit.New(newLimiter(t, nil, fixed(1, "m")), fiberlimit.WithKeyFunc(nil)))
+	app.Get("/", ok)
+	for i, want := range []int{200, 429} {
+		if got := do(app, "GET", "/").StatusCode(); got != want {
+			t.Errorf("request %d = %d, want %d (one peer, one key)", i, got, want)
+		}
+	}
+}
+
 func TestNativeOptions(t *testing.T) {
 	var denied, errored int
 	app := fiber.New()

@@ -11,7 +11,8 @@ import (
 )
 
 // KeyFunc adapts a key function over *fiber.Ctx to a keyfuncs.Func, for
-// guard.WithKeyFunc, WithRule and keyfuncs.Join. The key fn returns is
+// WithRule, guard.Optional and keyfuncs.Join (WithKeyFunc takes such a
+// function as is). The key fn returns is
 // copied, so fn may return a string that points into the request, as
 // c.Get, c.Params and c.Query do. An empty key is an error matching
 // keyfuncs.ErrNoKey (the request fails with 400, see guard.ErrorStatus), a

@@ -19,18 +19,22 @@ type Option = guard.Option
 // key is copied (see KeyFunc), so fn may return strings taken from c. An
 // error, or an empty key, fails the request with 400 (see
 // guard.ErrorStatus); it never passes unlimited. For the key functions of
-// package keyfuncs use WithKey. Default: keyfuncs.IP(), the peer address.
+// package keyfuncs use WithKey. A nil fn means the default.
+// Default: keyfuncs.IP(), the peer address.
 func WithKeyFunc(fn func(c *fiber.Ctx) (string, error)) Option {
-	return guard.WithKeyFunc(KeyFunc(fn))
+	if fn == nil {
+		return guard.WithKey(nil)
+	}
+	return guard.WithKey(KeyFunc(fn))
 }
 
 // WithKey sets the key function to one of package keyfuncs (or Locals, or
 // KeyFunc): keyfuncs.Header("X-Api-Key"), keyfuncs.IP with trusted
-// proxies, keyfuncs.Join(...). It is guard.WithKeyFunc. keyfuncs.Route is
+// proxies, keyfuncs.Join(...). It is guard.WithKey. keyfuncs.Route is
 // the pattern of the route the middleware is mounted on: with app.Use, the
 // Use prefix, shared by every route below it (see the package
 // documentation). Default: keyfuncs.IP().
-func WithKey(fn keyfuncs.Func) Option { return guard.WithKeyFunc(fn) }
+func WithKey(fn keyfuncs.Func) Option { return guard.WithKey(fn) }
 
 // WithRule adds a further limiter applied to its own key, after lim: see
 // guard.WithRule. A nil fn means keyfuncs.IP(); use KeyFunc or Locals for a

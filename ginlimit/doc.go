@@ -27,8 +27,8 @@
 // a reverse proxy or load balancer, say which peers are trusted, and which
 // header they set, in the key function itself:
 //
-//	ginlimit.WithKeyFunc(keyfuncs.IP(keyfuncs.TrustPrivate()))              // X-Forwarded-For, right to left
-//	ginlimit.WithKeyFunc(keyfuncs.IP(trusted, keyfuncs.FromHeader("CF-Connecting-IP")))
+//	ginlimit.WithKey(keyfuncs.IP(keyfuncs.TrustPrivate()))              // X-Forwarded-For, right to left
+//	ginlimit.WithKey(keyfuncs.IP(trusted, keyfuncs.FromHeader("CF-Connecting-IP")))
 //
 // gin's own client-address machinery (c.ClientIP(), engine.SetTrustedProxies,
 // engine.TrustedPlatform, engine.ForwardedByClientIP, RemoteIPHeaders) is not
@@ -38,9 +38,10 @@
 // header only when the peer is inside a trusted prefix, and reads
 // X-Forwarded-For right to left, skipping trusted hops.
 //
-// Other keys come from keyfuncs (Header, Query, Route, Join, Static...) or
-// from a func(*gin.Context) (string, error), which WithKeyFunc and
-// WithRule take as is. keyfuncs.Route is c.FullPath(), e.g. "/users/:id":
+// Other keys come from keyfuncs (Header, Query, Route, Join, Static...),
+// given to WithKey and WithRule, or from a func(*gin.Context) (string,
+// error), given to WithKeyFunc as is, or to WithRule through KeyFunc.
+// keyfuncs.Route is c.FullPath(), e.g. "/users/:id":
 // one key per route whatever its parameters; it is empty under NoRoute and
 // NoMethod, where a Route key fails the request with 400 unless wrapped in
 // guard.Optional. A value an authentication middleware stored with c.Set

@@ -133,12 +133,12 @@ func ExampleWithKeyFunc() {
 
 // Behind a reverse proxy on the same host, trust it, and only it, for
 // X-Forwarded-For. gin's ClientIP and TrustedPlatform are not used.
-func ExampleWithKeyFunc_trustedProxy() {
+func ExampleWithKey_trustedProxy() {
 	lim, closeStore := exampleLimiter(core.PerMinute(1).WithAlgorithm(core.FixedWindow).Named("per-ip"))
 	defer closeStore()
 
 	r := gin.New()
-	r.Use(ginlimit.New(lim, ginlimit.WithKeyFunc(keyfuncs.IP(keyfuncs.TrustLoopback()))))
+	r.Use(ginlimit.New(lim, ginlimit.WithKey(keyfuncs.IP(keyfuncs.TrustLoopback()))))
 	r.GET("/", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 
 	for _, xff := range []string{"198.51.100.1", "198.51.100.2", "6.6.6.6, 198.51.100.1"} {

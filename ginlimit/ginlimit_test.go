@@ -85,7 +85,7 @@ func TestNilFunctionOptionsMeanTheDefault(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(1, "m"))
 	r := gin.New()
 	r.GET("/", ginlimit.New(lim,
-		ginlimit.WithKeyFunc(keyfuncs.Func(nil)),
+		ginlimit.WithKey(nil),
 		ginlimit.WithKeyFunc((func(*gin.Context) (string, error))(nil)),
 		ginlimit.WithCostFunc(nil), ginlimit.WithSkip(nil),
 		ginlimit.WithDeniedHandler(nil), ginlimit.WithErrorHandler(nil),
@@ -187,7 +187,7 @@ func TestRouteKeyIsTheFullPath(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(2, "per-route"))
 	var keys []string
 	r := gin.New()
-	r.Use(ginlimit.New(lim, ginlimit.WithKeyFunc(keyfuncs.Route()),
+	r.Use(ginlimit.New(lim, ginlimit.WithKey(keyfuncs.Route()),
 		ginlimit.WithOnDenied(func(c *gin.Context, d *guard.Denial) { keys = append(keys, d.Key) })))
 	r.GET("/items/:id", ok)
 	r.GET("/users/:id", ok)
@@ -212,7 +212,7 @@ func TestRouteKeyIsTheFullPath(t *testing.T) {
 
 	t.Run("guard.Optional lets unrouted requests reach NoRoute", func(t *testing.T) {
 		r := gin.New()
-		r.Use(ginlimit.New(newLimiter(t, nil, fixed(2, "per-route")), ginlimit.WithKeyFunc(guard.Optional(keyfuncs.Route()))))
+		r.Use(ginlimit.New(newLimiter(t, nil, fixed(2, "per-route")), ginlimit.WithKey(guard.Optional(keyfuncs.Route()))))
 		if got := do(r, "GET", "/nowhere").Code; got != 404 {
 			t.Errorf("GET /nowhere = %d, want 404", got)
 		}
@@ -536,7 +536,7 @@ func TestTrustModel(t *testing.T) {
 	build := func(t *testing.T, key keyfuncs.Func) *gin.Engine {
 		r := gin.New()
 		r.TrustedPlatform = gin.PlatformCloudflare // believed from anyone by c.ClientIP
-		r.Use(ginlimit.New(newLimiter(t, nil, fixed(1, "m")), ginlimit.WithKeyFunc(key)))
+		r.Use(ginlimit.New(newLimiter(t, nil, fixed(1, "m")), ginlimit.WithKey(key)))
 		r.GET("/", ok)
 		return r
 	}

@@ -16,33 +16,8 @@ import (
 // options, or their translations to *gin.Context.
 type Option = guard.Option
 
-// A KeyFn is a key function WithKeyFunc and WithRule accept: a
-// framework-neutral keyfuncs.Func (keyfuncs.IP(), keyfuncs.Header, ...,
-// or a func(keyfuncs.Request) (string, error) literal), or a function over
-// *gin.Context, adapted with KeyFunc.
-type KeyFn interface {
-	keyfuncs.Func | func(keyfuncs.Request) (string, error) | func(*gin.Context) (string, error)
-}
-
-// keyFunc returns fn as a keyfuncs.Func; nil stays nil.
-func keyFunc[F KeyFn](fn F) keyfuncs.Func {
-	switch f := any(fn).(type) {
-	case keyfuncs.Func:
-		return f
-	case func(keyfuncs.Request) (string, error):
-		return f
-	case func(*gin.Context) (string, error):
-		if f == nil {
-			return nil
-		}
-		return KeyFunc(f)
-	}
-	panic("unreachable")
-}
-
-// WithKeyFunc sets the key function: who is limited. fn is a keyfuncs.Func
-// or a func(*gin.Context) (string, error), e.g. a user ID an
-// authentication middleware stored with c.Set:
+// WithKeyFunc sets the key function, over *gin.Context: who is limited,
+// e.g. a user ID an authentication middleware stored with c.Set:
 //
 //	ginlimit.WithKeyFunc(func(c *gin.Context) (string, error) {
 //		return c.GetString("user"), nil
@@ -50,19 +25,32 @@ func keyFunc[F KeyFn](fn F) keyfuncs.Func {
 //
 // (keyfuncs.ContextValue reads c.Request.Context(), not the values of
 // c.Set.) A key function's error, or an empty key, fails the request with
-// 400 (see guard.ErrorStatus); it never passes unlimited. For the client
-// address behind proxies use keyfuncs.IP with TrustProxies: gin's
-// ClientIP is not used (see the package documentation).
-// Default: keyfuncs.IP(), the peer address.
-func WithKeyFunc[F KeyFn](fn F) Option { return guard.WithKeyFunc(keyFunc(fn)) }
+// 400 (see guard.ErrorStatus); it never passes unlimited. For the
+// framework-neutral functions of keyfuncs, use WithKey. A nil fn means the
+// default. Default: keyfuncs.IP(), the peer address.
+func WithKeyFunc(fn func(c *gin.Context) (string, error)) Option {
+	if fn == nil {
+		return guard.WithKey(nil)
+	}
+	return guard.WithKey(KeyFunc(fn))
+}
 
-// WithRule adds a further limiter applied to its own key, after lim; fn
-// is a keyfuncs.Func or a func(*gin.Context) (string, error); a nil
-// keyfuncs.Func means keyfuncs.IP(). If a later rule denies, what the earlier rules took is
-// refunded: see guard.WithRule. Wrap fn in guard.Optional (after KeyFunc
-// for a gin function) to exempt requests without the key, e.g. anonymous
-// ones from a per-user rule. Default: none.
-func WithRule[F KeyFn](lim *core.Limiter, fn F) Option { return guard.WithRule(lim, keyFunc(fn)) }
+// WithKey sets the key function to one of package keyfuncs:
+//
+//	ginlimit.WithKey(keyfuncs.Header("X-Api-Key"))
+//	ginlimit.WithKey(keyfuncs.IP(keyfuncs.TrustProxies(lb))) // behind a load balancer
+//
+// For the client address behind proxies use keyfuncs.IP with
+// TrustProxies: gin's ClientIP is not used (see the package
+// documentation). It is guard.WithKey. Default: keyfuncs.IP().
+func WithKey(fn keyfuncs.Func) Option { return guard.WithKey(fn) }
+
+// WithRule adds a further limiter applied to its own key, after lim; a nil
+// fn means keyfuncs.IP(). If a later rule denies, what the earlier rules
+// took is refunded: see guard.WithRule. Use KeyFunc for a key function
+// over *gin.Context, and guard.Optional to exempt requests without the
+// key, e.g. anonymous ones from a per-user rule. Default: none.
+func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option { return guard.WithRule(lim, fn) }
 
 // WithCost sets the static cost of every request, in cost units; it must
 // not be negative. Default: 1.

@@ -82,9 +82,12 @@ func Context(r keyfuncs.Request) *gin.Context {
 var errNotGin = errors.New("ginlimit: KeyFunc called with a request not from ginlimit")
 
 // KeyFunc adapts a key function over *gin.Context to a keyfuncs.Func, for
-// keyfuncs.Join, guard.Optional and the options of package guard.
-// WithKeyFunc and WithRule take a func(*gin.Context) (string, error) as
-// is, so they do not need it.
+// WithRule, guard.Optional and keyfuncs.Join (WithKeyFunc takes such a
+// function as is):
+//
+//	ginlimit.WithRule(userLim, guard.Optional(ginlimit.KeyFunc(func(c *gin.Context) (string, error) {
+//		return c.GetString("user"), nil
+//	})))
 //
 // The result follows the keyfuncs.Func contract: an empty key becomes an
 // error matching keyfuncs.ErrNoKey (so that guard.Optional exempts the

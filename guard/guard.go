@@ -37,7 +37,7 @@ type Guard struct {
 }
 
 // New returns a Guard that limits requests with lim, keyed by
-// keyfuncs.IP() unless WithKeyFunc says otherwise, and by the further
+// keyfuncs.IP() unless WithKey says otherwise, and by the further
 // rules of WithRule. It returns an error for a nil Limiter (in New or
 // WithRule), a negative cost or max delay, or an unknown header style.
 func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
@@ -327,13 +327,14 @@ func (g *Guard) settle(r keyfuncs.Request, ts []taken, cost int64, res Result, s
 var ErrSkipRule = errors.New("guard: skip rule")
 
 // Optional returns a key function that returns ErrSkipRule where fn
-// returns an error matching keyfuncs.ErrNoKey, so that requests without
-// that key are exempt from the rule instead of failing with 400. Other
-// errors pass through.
+// returns an empty key or an error matching keyfuncs.ErrNoKey, so that
+// requests without that key (anonymous ones, for a per-user rule) are
+// exempt from the rule instead of failing with 400. Other errors pass
+// through.
 func Optional(fn keyfuncs.Func) keyfuncs.Func {
 	return func(r keyfuncs.Request) (string, error) {
 		k, err := fn(r)
-		if err != nil && errors.Is(err, keyfuncs.ErrNoKey) {
+		if (err == nil && k == "") || errors.Is(err, keyfuncs.ErrNoKey) {
 			return "", ErrSkipRule
 		}
 		return k, err

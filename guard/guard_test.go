@@ -124,7 +124,7 @@ func TestKeyErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := mustNew(t, e.limiter(t, fixed(5, time.Minute, "m")), guard.WithKeyFunc(tt.key))
+			g := mustNew(t, e.limiter(t, fixed(5, time.Minute, "m")), guard.WithKey(tt.key))
 			rec, _ := served(t, g, request(tt.remote))
 			if rec.status != tt.want {
 				t.Errorf("status = %d, want %d", rec.status, tt.want)
@@ -391,7 +391,7 @@ func TestSkip(t *testing.T) {
 	var keyCalls atomic.Int32
 	g := mustNew(t, lim,
 		guard.WithSkip(func(r keyfuncs.Request) bool { return r.Header("X-Internal") == "1" }),
-		guard.WithKeyFunc(func(r keyfuncs.Request) (string, error) { keyCalls.Add(1); return "k", nil }))
+		guard.WithKey(func(r keyfuncs.Request) (string, error) { keyCalls.Add(1); return "k", nil }))
 	req := request("192.0.2.1:1")
 	req.Header.Set("X-Internal", "1")
 	for range 3 {

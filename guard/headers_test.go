@@ -85,7 +85,7 @@ func TestPolicyFollowsPerKeyLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := mustNew(t, lim, guard.WithKeyFunc(keyfuncs.Header("X-Key")))
+	g := mustNew(t, lim, guard.WithKey(keyfuncs.Header("X-Key")))
 	for i, key := range []string{"pro-1", "free-1", "free-1", "pro-2", "free-2"} {
 		req := request("192.0.2.1:1")
 		req.Header.Set("X-Key", key)

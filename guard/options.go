@@ -39,11 +39,11 @@ type config struct {
 	hookError func(keyfuncs.Request, error)
 }
 
-// WithKeyFunc sets the key function of the Limiter passed to New: who is
+// WithKey sets the key function of the Limiter passed to New: who is
 // limited. A key function's error, or an empty key, fails the request
 // through the ErrorHandler (by default 400, see ErrorStatus); it never lets
 // the request through unlimited. Default: keyfuncs.IP(), the peer address.
-func WithKeyFunc(fn keyfuncs.Func) Option {
+func WithKey(fn keyfuncs.Func) Option {
 	return func(c *config) { c.key = fn }
 }
 

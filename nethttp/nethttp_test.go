@@ -66,9 +66,23 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	}
 }
 
+func TestNilKeyFuncMeansThePeerAddress(t *testing.T) {
+	h := nethttp.New(newLimiter(t, nil, fixed(1, "m")), nethttp.WithKeyFunc(nil))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for i, tt := range []struct {
+		peer string
+		want int
+	}{{"192.0.2.1:1234", 200}, {"192.0.2.1:5678", 429}, {"192.0.2.2:1234", 200}} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tt.peer
+		if got := do(h, r).Code; got != tt.want {
+			t.Errorf("request %d from %s = %d, want %d", i, tt.peer, got, tt.want)
+		}
+	}
+}
+
 func TestRoutePatternFromTheStandardMux(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(2, "per-route"))
-	mw := nethttp.New(lim, nethttp.WithKeyFunc(keyfuncs.Route()))
+	mw := nethttp.New(lim, nethttp.WithKey(keyfuncs.Route()))
 	mux := http.NewServeMux()
 	mux.Handle("GET /items/{id}", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
 	want := []int{200, 200, 429}
@@ -83,12 +97,12 @@ func TestNativeOptions(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(3, "m"))
 	var denied, errored int
 	h := nethttp.New(lim,
-		nethttp.WithKeyFunc(nethttp.KeyFunc(func(r *http.Request) (string, error) {
+		nethttp.WithKeyFunc(func(r *http.Request) (string, error) {
 			if u := r.URL.Query().Get("user"); u != "" {
 				return u, nil
 			}
 			return "", errors.New("no user")
-		})),
+		}),
 		nethttp.WithCostFunc(func(r *http.Request) (int64, error) { return int64(len(r.URL.Query()["x"])), nil }),
 		nethttp.WithSkip(func(r *http.Request) bool { return r.Method == http.MethodOptions }),
 		nethttp.WithDeniedHandler(func(w http.ResponseWriter, r *http.Request, d *guard.Denial) {

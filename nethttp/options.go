@@ -14,16 +14,38 @@ import (
 // their translations to net/http types.
 type Option = guard.Option
 
-// WithKeyFunc sets the key function: who is limited. Use the functions of
-// keyfuncs, or KeyFunc for a function over *http.Request. A key function's
-// error fails the request with 400 (see guard.ErrorStatus). The standard
-// mux sets the route pattern (keyfuncs.Route) only for a handler wrapped
-// inside it, not for middleware around the mux itself.
-// Default: keyfuncs.IP().
-func WithKeyFunc(fn keyfuncs.Func) Option { return guard.WithKeyFunc(fn) }
+// WithKeyFunc sets the key function, over *http.Request: who is limited.
+// A key from an earlier middleware is a context value away:
+//
+//	nethttp.WithKeyFunc(func(r *http.Request) (string, error) {
+//		return userFrom(r.Context()), nil
+//	})
+//
+// A key function's error, or an empty key, fails the request with 400
+// (see guard.ErrorStatus); it never passes unlimited. For the
+// framework-neutral functions of keyfuncs, use WithKey. A nil fn means
+// the default. Default: keyfuncs.IP(), the peer address.
+func WithKeyFunc(fn func(r *http.Request) (string, error)) Option {
+	if fn == nil {
+		return guard.WithKey(nil)
+	}
+	return guard.WithKey(KeyFunc(fn))
+}
+
+// WithKey sets the key function to one of package keyfuncs:
+//
+//	nethttp.WithKey(keyfuncs.Header("X-Api-Key"))
+//	nethttp.WithKey(keyfuncs.IP(keyfuncs.TrustProxies(lb))) // behind a load balancer
+//
+// It is guard.WithKey. The standard mux sets the route pattern
+// (keyfuncs.Route) only for a handler wrapped inside it, not for
+// middleware around the mux itself. Default: keyfuncs.IP().
+func WithKey(fn keyfuncs.Func) Option { return guard.WithKey(fn) }
 
 // WithRule adds a further limiter applied to its own key, after lim: see
-// guard.WithRule. A nil fn means keyfuncs.IP(). Default: none.
+// guard.WithRule. Use KeyFunc for a key function over *http.Request, and
+// guard.Optional to exempt requests without the key. A nil fn means
+// keyfuncs.IP(). Default: none.
 func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option { return guard.WithRule(lim, fn) }
 
 // WithCost sets the static cost of every request. Default: 1.

@@ -37,11 +37,12 @@ func Request(r keyfuncs.Request) *http.Request {
 }
 
 // KeyFunc adapts a key function over *http.Request to a keyfuncs.Func, for
-// WithKeyFunc and WithRule:
+// WithRule, guard.Optional and keyfuncs.Join (WithKeyFunc takes such a
+// function as is):
 //
-//	nethttp.WithKeyFunc(nethttp.KeyFunc(func(r *http.Request) (string, error) {
+//	nethttp.WithRule(userLim, guard.Optional(nethttp.KeyFunc(func(r *http.Request) (string, error) {
 //		return userFrom(r.Context()), nil
-//	}))
+//	})))
 func KeyFunc(fn func(r *http.Request) (string, error)) keyfuncs.Func {
 	return func(r keyfuncs.Request) (string, error) {
 		hr := Request(r)

@@ -52,3 +52,34 @@ func TestStackedMiddlewaresCountOnlyPassingRequests(t *testing.T) {
 		}
 	}
 }
+
+// A per-user rule behind guard.Optional exempts anonymous requests whatever
+// the typed key function returns for them: an empty key or ErrNoKey.
+func TestOptionalRuleSkipsAnEmptyTypedKey(t *testing.T) {
+	store := memstore.New(memstore.WithSweepInterval(0))
+	defer store.Close()
+	perIP, err := core.New(store, core.PerMinute(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perUser, err := core.New(store, core.PerMinute(1), core.WithName("user"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := nethttp.KeyFunc(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil })
+	h := nethttp.New(perIP, nethttp.WithRule(perUser, guard.Optional(user)))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for i, tc := range []struct {
+		user string
+		want int
+	}{{"", 200}, {"", 200}, {"ann", 200}, {"ann", 429}, {"", 200}} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/", nil)
+		if tc.user != "" {
+			req.Header.Set("X-User", tc.user)
+		}
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("request %d (user %q) = %d, want %d", i+1, tc.user, rec.Code, tc.want)
+		}
+	}
+}

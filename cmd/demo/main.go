@@ -75,7 +75,7 @@ func newServer() (*server, error) {
 	}
 	// Clients are told apart by their API key. A real server checks the key
 	// before it limits on it; the demo trusts it.
-	byKey := nethttp.WithKeyFunc(keyfuncs.Header("X-API-Key"))
+	byKey := nethttp.WithKey(keyfuncs.Header("X-API-Key"))
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {

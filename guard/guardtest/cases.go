@@ -81,7 +81,7 @@ func Cases() []Case {
 		{
 			Name:    "a key from a header counts per value, and a request without it or with a huge one is a 400",
 			Limits:  []core.Limit{fixed(1, minute, "per-key")},
-			Options: opts(guard.WithKeyFunc(keyfuncs.Header("X-Api-Key"))),
+			Options: opts(guard.WithKey(keyfuncs.Header("X-Api-Key"))),
 			Steps: []Step{
 				{Header: map[string]string{"X-Api-Key": "a"}, Status: 200, Body: "ok", Want: header(hLimit, `"per-key";r=0;t=60`)},
 				{Header: map[string]string{"X-Api-Key": "a"}, Status: 429, Body: Problem429(60, "per-key")},
@@ -271,7 +271,7 @@ func Cases() []Case {
 		{
 			Name:    "a header key function keys clients behind a shared address apart",
 			Limits:  []core.Limit{fixed(1, minute, "per-client")},
-			Options: opts(guard.WithKeyFunc(keyHeader())),
+			Options: opts(guard.WithKey(keyHeader())),
 			Steps: []Step{
 				{RemoteAddr: clientA, Header: map[string]string{"X-Client": "one"}, Status: 200, Body: "ok"},
 				{RemoteAddr: clientA, Header: map[string]string{"X-Client": "two"}, Status: 200, Body: "ok"},

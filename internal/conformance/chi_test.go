@@ -93,14 +93,14 @@ func TestChiPerRouteAndGroup(t *testing.T) {
 // or inside a route, after routing.
 func TestChiRoutePatternKey(t *testing.T) {
 	lim := limiter(t, core.PerMinute(2).WithAlgorithm(core.FixedWindow).Named("route"))
-	routeKey := nethttp.KeyFunc(func(r *http.Request) (string, error) {
+	routeKey := func(r *http.Request) (string, error) {
 		if rc := chi.RouteContext(r.Context()); rc != nil {
 			if p := rc.RoutePattern(); p != "" {
 				return p, nil
 			}
 		}
 		return "", keyfuncs.ErrNoKey
-	})
+	}
 	r := chi.NewRouter()
 	r.With(nethttp.New(lim, nethttp.WithKeyFunc(routeKey))).Get("/users/{id}", func(w http.ResponseWriter, r *http.Request) {})
 	want := []int{200, 200, 429}
