@@ -31,6 +31,9 @@ const (
 
 	// productBound is the bound on capacity × period-in-ticks.
 	productBound = 1 << 47
+	// maxDrain bounds, in µs, how long the largest debt of a rated limit
+	// takes to drain: about 71 years.
+	maxDrain = 1 << 51
 )
 
 // A Limit allows Quota cost units per Period, counted by Algorithm.
@@ -245,6 +248,14 @@ func (l *Limit) compile(s *shape) error {
 			s.pt = s.p / s.tick
 			if hi, lo := bits.Mul64(uint64(s.cap), uint64(s.pt)); hi == 0 && lo <= productBound {
 				break
+			}
+		}
+		if s.alg.rated() {
+			// A full debt (DebtFactor × capacity) drains in
+			// DebtFactor·⌈cap/q⌉ periods: keep that wait within maxDrain,
+			// so waits stay exact (below 2^53 µs) and fit a Duration.
+			if drain := ceilDiv(s.cap, s.q); drain > maxDrain/DebtFactor/s.p {
+				return l.invalid("burst %d drains at %d per %v: a full debt would take longer than %v", s.cap, s.q, l.Period, time.Duration(maxDrain)*time.Microsecond)
 			}
 		}
 	}

@@ -97,7 +97,7 @@ func TestLimitValidateAccepts(t *testing.T) {
 		{"MaxQuota per day on a fixed window", core.PerDay(core.MaxQuota).WithAlgorithm(core.FixedWindow)},
 		{"MaxQuota per MaxPeriod on a bucketed window", core.Per(core.MaxQuota, core.MaxPeriod).WithAlgorithm(core.BucketedWindow)},
 		{"MaxLogQuota on a sliding log", core.PerHour(core.MaxLogQuota).WithAlgorithm(core.SlidingLog)},
-		{"a burst of MaxQuota per second on a token bucket (a 1s tick)", core.PerSecond(1).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket)},
+		{"a burst of MaxQuota refilled at 2^40 per second on a token bucket (a 1s tick)", core.PerSecond(1 << 40).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket)},
 		{"a burst of MaxQuota per day on a sliding window, which ignores it", core.PerDay(1).WithBurst(core.MaxQuota)},
 		{"a burst of 0, the default", core.PerSecond(5).WithBurst(0).WithAlgorithm(core.GCRA)},
 		{"a burst below the quota", core.PerSecond(5).WithBurst(1).WithAlgorithm(core.TokenBucket)},
@@ -262,5 +262,18 @@ func TestKindString(t *testing.T) {
 		if got := k.String(); got != want {
 			t.Errorf("Kind(%d).String() = %q, want %q", k, got, want)
 		}
+	}
+}
+
+// A rated limit whose largest debt would drain for centuries cannot be
+// computed exactly (nor its waits fit a Duration): Validate rejects it.
+func TestValidateRejectsRatedLimitsThatDrainForCenturies(t *testing.T) {
+	bad := core.Limit{Quota: 1, Period: time.Second, Burst: core.MaxQuota, Algorithm: core.GCRA}
+	if err := bad.Validate(); !errors.Is(err, core.ErrInvalidLimit) {
+		t.Errorf("Validate(%v burst %d) = %v, want ErrInvalidLimit", bad, bad.Burst, err)
+	}
+	ok := core.PerSecond(1).WithBurst(1_000_000).WithAlgorithm(core.TokenBucket) // drains 64e6 s ≈ 2 years
+	if err := ok.Validate(); err != nil {
+		t.Errorf("Validate(%v burst %d) = %v, want nil", ok, ok.Burst, err)
 	}
 }

@@ -36,7 +36,7 @@ func dropExpired(sh *shape, st *State, now int64) {
 }
 
 func markNeed(sh *shape, st *State, now, c int64) (bool, int64) {
-	excess := st.A + c - sh.q
+	excess := (st.A - sh.q) + c // in this order every partial sum stays below 2^53
 	if excess <= 0 {
 		return true, 0
 	}

@@ -47,13 +47,14 @@ type Store struct {
 	evictions atomic.Int64
 }
 
-// mkey is a key within its scope (core.Op.Scope).
-type mkey struct{ scope, key string }
-
+// shard maps a key to its entries, one per scope (core.Op.Scope), chained:
+// keying the map by the string alone keeps Go's fast path for string keys,
+// and a key usually has one scope.
 type shard struct {
 	mu sync.Mutex
-	m  map[mkey]*entry
-	_  [40]byte // keep shards' hot words on separate cache lines
+	m  map[string]*entry
+	n  int      // entries, chained ones included
+	_  [40]byte // 64 bytes: shards' hot words on separate cache lines
 }
 
 // entry holds one key's states, one per limit layout (core.State.Ident):
@@ -62,7 +63,9 @@ type shard struct {
 // limits, in order, and lims is that operation's Limits array, so that the
 // next operation of the same Limiter runs Step on them directly.
 type entry struct {
-	expires int64 // µs; after it every state equals a fresh one
+	scope   string
+	next    *entry // the entry of another scope of the same key
+	expires int64  // µs; after it every state equals a fresh one
 	lims    *core.Limit
 	n       int
 	states  []core.State
@@ -142,7 +145,7 @@ func New(opts ...Option) *Store {
 	}
 	s.baseMicro = s.base.UnixMicro()
 	for i := range s.shards {
-		s.shards[i].m = make(map[mkey]*entry)
+		s.shards[i].m = make(map[string]*entry)
 	}
 	if c.sweep > 0 {
 		go s.sweeper(c.sweep)
@@ -157,9 +160,11 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	if s.closed.Load() {
 		return core.Decision{}, fmt.Errorf("memstore: %s: %w", op.Kind, core.ErrClosed)
 	}
-	now := op.Now.UnixMicro()
+	var now int64
 	if op.Now.IsZero() {
 		now = s.now()
+	} else {
+		now = op.Now.UnixMicro()
 	}
 	key := op.Key
 	if len(key) > s.maxKeyLen {
@@ -167,35 +172,56 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 		key = "\x00sha256:" + string(sum[:])
 	}
 	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
-	k := mkey{op.Scope, key}
 	sh.mu.Lock()
-	e := sh.m[k]
+	e := sh.m[key]
+	for e != nil && e.scope != op.Scope {
+		e = e.next
+	}
 	var d core.Decision
 	var err error
 	switch {
 	case e == nil:
-		d, err = s.applyNew(sh, k, &op, now)
+		d, err = s.applyNew(sh, key, &op, now)
 	case e.lims == unsafe.SliceData(op.Limits) && e.n == len(op.Limits):
 		var keep time.Duration
 		d, keep, err = core.Step(&op, now, e.states[:e.n])
 		if err == nil {
-			e.settle(sh, k, now, keep)
+			e.settle(sh, key, now, keep)
 		}
 	default:
-		d, err = e.applyMixed(sh, k, &op, now)
+		d, err = e.applyMixed(sh, key, &op, now)
 	}
 	sh.mu.Unlock()
 	return d, err
 }
 
+// remove unlinks e from key's chain. sh.mu is held.
+func (sh *shard) remove(key string, e *entry) {
+	head := sh.m[key]
+	switch {
+	case head == e && e.next == nil:
+		delete(sh.m, key)
+	case head == e:
+		sh.m[key] = e.next
+	default:
+		for p := head; p != nil; p = p.next {
+			if p.next == e {
+				p.next = e.next
+				break
+			}
+		}
+	}
+	sh.n--
+}
+
 // settle records how long e must be kept after an operation whose states
 // are e.states[:e.n]; other layouts' states keep it at least as long as
 // before. sh.mu is held.
-func (e *entry) settle(sh *shard, key mkey, now int64, keep time.Duration) {
+func (e *entry) settle(sh *shard, key string, now int64, keep time.Duration) {
 	until := now + int64(keep/time.Microsecond)
 	switch {
 	case len(e.states) == e.n && keep == 0:
-		delete(sh.m, key)
+		sh.remove(key, e)
 	case len(e.states) == e.n:
 		e.expires = until
 	default:
@@ -208,7 +234,7 @@ func (e *entry) settle(sh *shard, key mkey, now int64, keep time.Duration) {
 // them (fresh ones for layouts the key has no state for) and stores them
 // back, first and in order, so that the next op of the same limits takes
 // the fast path. Nothing changes on error. sh.mu is held.
-func (e *entry) applyMixed(sh *shard, key mkey, op *core.Op, now int64) (core.Decision, error) {
+func (e *entry) applyMixed(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
 	n := len(op.Limits)
 	var buf [4]core.State
 	var from [4]int
@@ -269,7 +295,7 @@ func taken(src []int, j int) bool {
 
 // applyNew applies op to a key with no entry, on fresh scratch states that
 // are stored only if they differ from fresh ones afterwards. sh.mu is held.
-func (s *Store) applyNew(sh *shard, key mkey, op *core.Op, now int64) (core.Decision, error) {
+func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
 	var buf [4]core.State
 	var states []core.State
 	if len(op.Limits) <= len(buf) {
@@ -284,13 +310,19 @@ func (s *Store) applyNew(sh *shard, key mkey, op *core.Op, now int64) (core.Deci
 	if keep == 0 {
 		return d, nil
 	}
-	if len(sh.m) >= s.perShard {
+	if sh.n >= s.perShard {
 		s.evict(sh, now)
 	}
-	e := &entry{expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states)}
+	e := &entry{scope: cloneString(op.Scope), expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states)}
 	e.setLen(len(states))
 	copy(e.states, states)
-	sh.m[mkey{cloneString(key.scope), cloneKey(key.key, op.Key)}] = e
+	if head, ok := sh.m[key]; ok {
+		e.next = head
+		sh.m[key] = e
+	} else {
+		sh.m[cloneKey(key, op.Key)] = e
+	}
+	sh.n++
 	return d, nil
 }
 
@@ -320,27 +352,25 @@ func (e *entry) setLen(n int) {
 	e.states = make([]core.State, n)
 }
 
-// evict makes room in a full shard: expired entries among a sample go
+// evict makes room in a full shard: an expired entry among a sample goes
 // first, else the sampled entry that expires soonest. sh.mu is held.
 func (s *Store) evict(sh *shard, now int64) {
-	var victim mkey
-	var soonest int64
+	var victim *entry
+	var victimKey string
 	seen := 0
-	for k, e := range sh.m { // map iteration starts at a random entry
-		if e.expires <= now {
-			delete(sh.m, k)
-			s.evictions.Add(1)
-			return
+	for k, head := range sh.m { // map iteration starts at a random entry
+		for e := head; e != nil; e = e.next {
+			if victim == nil || e.expires < victim.expires {
+				victim, victimKey = e, k
+			}
+			seen++
 		}
-		if seen == 0 || e.expires < soonest {
-			victim, soonest = k, e.expires
-		}
-		if seen++; seen == evictSample {
+		if seen >= evictSample || victim.expires <= now {
 			break
 		}
 	}
-	if seen > 0 {
-		delete(sh.m, victim)
+	if victim != nil {
+		sh.remove(victimKey, victim)
 		s.evictions.Add(1)
 	}
 }
@@ -353,13 +383,14 @@ func (s *Store) now() int64 {
 	return s.baseMicro + int64(time.Since(s.base)/time.Microsecond)
 }
 
-// Len returns the number of live keys, expired ones not yet swept included.
+// Len returns the number of live keys (a key used by Limiters of several
+// scopes counts once per scope), expired ones not yet swept included.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.n
 		sh.mu.Unlock()
 	}
 	return n
@@ -376,10 +407,12 @@ func (s *Store) Sweep() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for k, e := range sh.m {
-			if e.expires <= now {
-				delete(sh.m, k)
-				removed++
+		for k, head := range sh.m {
+			for e := head; e != nil; e = e.next {
+				if e.expires <= now {
+					sh.remove(k, e)
+					removed++
+				}
 			}
 		}
 		sh.mu.Unlock()

@@ -107,8 +107,8 @@ func TestLongKeysAreHashedAndStayDistinct(t *testing.T) {
 	}
 	for i := range s.shards {
 		for k := range s.shards[i].m {
-			if len(k.key) > 64 {
-				t.Errorf("a stored key is %d bytes long, want hashed to ≤ 64", len(k.key))
+			if len(k) > 64 {
+				t.Errorf("a stored key is %d bytes long, want hashed to ≤ 64", len(k))
 			}
 		}
 	}
@@ -217,5 +217,39 @@ func TestEqualLimitsInANewSliceAllocateNothing(t *testing.T) {
 		s.Apply(ctx, op)
 	}); n > 1 { // the Decision's States slice of two limits
 		t.Errorf("%v allocs per Apply alternating two equal Limits slices, want ≤ 1", n)
+	}
+}
+
+// One key used by Limiters of three scopes: three entries, removed one by
+// one as each is reset, and swept when all expire.
+func TestScopesOfOneKeyAreChainedAndRemovedAlone(t *testing.T) {
+	clock := &manualClock{t: epoch}
+	s := New(WithSweepInterval(0), WithClock(clock))
+	defer s.Close()
+	ctx := context.Background()
+	lim := []core.Limit{core.PerMinute(10)}
+	for _, scope := range []string{"a", "b", "c"} {
+		if _, err := s.Apply(ctx, core.Op{Scope: scope, Key: "k", Limits: lim, Cost: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Len(); n != 3 {
+		t.Fatalf("Len() = %d, want 3", n)
+	}
+	if _, err := s.Apply(ctx, core.Op{Kind: core.Reset, Scope: "b", Key: "k", Limits: lim}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Len(); n != 2 {
+		t.Errorf("after resetting scope b: Len() = %d, want 2", n)
+	}
+	for _, scope := range []string{"a", "c"} {
+		d, _ := s.Apply(ctx, core.Op{Kind: core.Peek, Scope: scope, Key: "k", Limits: lim})
+		if d.Remaining != 9 {
+			t.Errorf("scope %s after resetting b: Remaining = %d, want 9", scope, d.Remaining)
+		}
+	}
+	clock.t = clock.t.Add(3 * time.Minute)
+	if n := s.Sweep(); n != 2 || s.Len() != 0 {
+		t.Errorf("Sweep() = %d, Len() = %d; want 2 and 0", n, s.Len())
 	}
 }
