@@ -1,0 +1,500 @@
+-- apply.lua: one core.Op (Take, Peek, Charge, Refund or Reset) over all the
+-- limits of one key, atomically. A port of core.Step: same states, same
+-- integer arithmetic (every value is below 2^53, where doubles are exact;
+-- divisions go through fdiv, which corrects math.floor's rounding).
+--
+-- KEYS[1]  the key's states: a string of 32-byte records, one per limit layout
+--          (core.Params.Ident) the key has state for, at most 16, those of the
+--          last operation first: struct '<I4I4ddd' = (ident high 32 bits,
+--          ident low 32 bits, A, B, C) (core.State)
+-- KEYS[2]  the operation's record, when ARGV[4] > 0: the reply of an
+--          operation already applied, so a retried command is not charged twice
+-- KEYS[k]  the log of a SlidingLog or BucketedWindow limit (core.State.Log), a
+--          list of struct '<dd' = (timestamp µs or bucket number, cost units),
+--          oldest first; k is given per limit in ARGV. It belongs to the
+--          limit's record: its key names the ident and the rank of the limit
+--          among the op's limits of that ident, which is the record's rank
+--          among the records of that ident.
+--
+-- ARGV[1]  now, Unix µs; empty for the server's TIME
+-- ARGV[2]  kind: 0 take, 1 peek, 2 charge, 3 refund, 4 reset (core.Kind)
+-- ARGV[3]  cost, units (≥ 0)
+-- ARGV[4]  TTL of the operation's record (KEYS[2]), ms; 0: no record
+-- ARGV[5]  TTL margin, ms, added to every key's time to full replenishment
+-- ARGV[6]  core.DebtFactor
+-- ARGV[7]  n, the number of limits
+-- ARGV[8 + 10(i−1) …] limit i (core.Params): algorithm (core.Algorithm),
+--          quota (units), capacity (units), tick (µs), period (ticks),
+--          precision (µs, 0 but for BucketedWindow), buckets (0 but for
+--          BucketedWindow), ident high 32 bits, ident low 32 bits, index in
+--          KEYS of its log (0 for algorithms without one)
+--
+-- Reply: 4 integers per limit, in order: allowed (1 or 0); when allowed the
+-- queueing delay µs (LeakyBucket; else 0), when denied the time µs until the
+-- cost could pass, -1 for never; units remaining after the operation; µs
+-- until fully replenished.
+
+local floor, min, max = math.floor, math.min, math.max
+local pack, unpack = struct.pack, struct.unpack
+
+-- Algorithms (core.Algorithm) and kinds (core.Kind).
+local SLIDING, FIXED, LOG, BUCKETED, TOKEN, GCRA, LEAKY = 0, 1, 2, 3, 4, 5, 6
+local TAKE, PEEK, CHARGE, REFUND, RESET = 0, 1, 2, 3, 4
+
+-- ⌊a/b⌋ for b > 0. a/b is correctly rounded, so its floor is off by at most
+-- one; the exact products below (each under 2^53) correct it.
+local function fdiv(a, b)
+	local q = floor(a / b)
+	if q * b > a then
+		q = q - 1
+	elseif (q + 1) * b <= a then
+		q = q + 1
+	end
+	return q
+end
+
+local function cdiv(a, b) return -fdiv(-a, b) end
+
+local function fmod(a, b) return a - b * fdiv(a, b) end
+
+local now
+if ARGV[1] == '' then
+	local t = redis.call('TIME') -- Redis ≥ 5 replicates a script's effects, not the script
+	now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+	now = tonumber(ARGV[1])
+end
+local kind = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local opttl = tonumber(ARGV[4])
+local margin = tonumber(ARGV[5])
+local debtf = tonumber(ARGV[6])
+local n = tonumber(ARGV[7])
+
+-- A retried operation that already went through returns its first reply.
+if opttl > 0 then
+	local rec = redis.call('GET', KEYS[2])
+	if rec then
+		local out, pos = {}, 1
+		for j = 1, 4 * n do
+			out[j], pos = unpack('<d', rec, pos)
+		end
+		return out
+	end
+end
+
+-- One table per limit: its parameters (core.Params), its state (core.State:
+-- A, B, C), the call's position (tt: now in ticks; e: SlidingWindow ticks
+-- into the window) and, for logs, the view of the stored list: its key,
+-- length, entries dropped from its head since it was read, entries read (by
+-- index in the stored list, from 0) and whether it is stale (belongs to a
+-- discarded state). Functions take the table: no upvalues to capture.
+local L = {}
+for i = 1, n do
+	local b = 8 + 10 * (i - 1)
+	local cap, tick, pt = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+	local k = tonumber(ARGV[b + 9])
+	-- Every field in the constructor: one allocation.
+	L[i] = {
+		alg = tonumber(ARGV[b]), q = tonumber(ARGV[b + 1]), cap = cap, tick = tick, pt = pt,
+		p = pt * tick, m = debtf * cap, -- m is core's debtCap
+		prec = tonumber(ARGV[b + 5]), nb = tonumber(ARGV[b + 6]),
+		idh = tonumber(ARGV[b + 7]), idl = tonumber(ARGV[b + 8]),
+		A = false, B = 0, C = 0, tt = 0, e = 0, ok = false, wait = 0,
+		key = k > 0 and KEYS[k], len = 0, head = 0, cache = k > 0 and {}, stale = k > 0,
+	}
+end
+
+local function ticks(s, t)
+	if s.tick == 1 then return t end
+	return fdiv(t, s.tick)
+end
+
+-- Logs, read lazily in chunks. A mark is {timestamp µs or bucket, units}.
+
+local MARK = '<dd'
+
+local function lget(s, j)
+	local c = s.cache
+	local m = c[j]
+	if m == nil then
+		local items = redis.call('LRANGE', s.key, j, j + 63)
+		for k = 1, #items do
+			local at, v = unpack(MARK, items[k])
+			c[j + k - 1] = { at, v }
+		end
+		m = c[j]
+	end
+	return m
+end
+
+local function expiry(s, m)
+	if s.alg == BUCKETED then return (m[1] + s.nb) * s.prec end
+	return m[1] + s.p
+end
+
+-- lcommit writes what the view dropped (a stale list, expired head
+-- entries) before the log is changed.
+local function lcommit(s)
+	if s.stale then
+		redis.call('DEL', s.key)
+		s.stale = false
+	elseif s.head > 0 then
+		if s.head == s.len then
+			redis.call('DEL', s.key)
+		else
+			redis.call('LTRIM', s.key, s.head, -1)
+		end
+		s.len, s.head, s.cache = s.len - s.head, 0, {}
+	end
+end
+
+local function lset(s, j, at, v)
+	redis.call('LSET', s.key, j, pack(MARK, at, v))
+	s.cache[j] = { at, v }
+end
+
+-- Load the states: one 32-byte record per limit layout (ident) the key has
+-- state for, those of the last operation first, as memstore keeps them.
+-- Each limit takes the first record of its ident not taken by an earlier
+-- one; a limit without one starts fresh.
+
+local RECORD = '<I4I4ddd'
+local blob = redis.call('GET', KEYS[1])
+local old, nold = {}, 0 -- stored records: position in blob, or false once taken
+if blob and #blob % 32 == 0 then
+	for pos = 1, #blob, 32 do
+		nold = nold + 1
+		old[nold] = pos
+	end
+end
+for i = 1, n do
+	local s = L[i]
+	for j = 1, nold do
+		if old[j] then
+			local h, l, a, b, c = unpack(RECORD, blob, old[j])
+			if h == s.idh and l == s.idl then
+				s.A, s.B, s.C = a, b, c
+				old[j] = false
+				if s.key then
+					s.stale = false
+					s.len = redis.call('LLEN', s.key)
+					if s.len == 0 then s.A = 0 end -- the list expired with its marks
+				end
+				break
+			end
+		end
+	end
+end
+
+-- The algorithms (core's state.go and one file per algorithm).
+
+local function fresh(s)
+	local alg = s.alg
+	s.A, s.B, s.C = 0, 0, 0
+	if alg == FIXED then
+		s.A = fdiv(now, s.p)
+	elseif alg == SLIDING then
+		s.A = fdiv(ticks(s, now), s.pt)
+	elseif alg == TOKEN then
+		s.A = s.cap * s.pt
+		s.B = ticks(s, now)
+	elseif alg == GCRA or alg == LEAKY then
+		s.A = ticks(s, now)
+	else
+		if not s.stale and s.len > 0 then s.stale = true end
+		s.len, s.head, s.cache = 0, 0, {}
+	end
+end
+
+local function roll(s)
+	local alg = s.alg
+	local tt = ticks(s, now)
+	s.tt = tt
+	if alg == FIXED then
+		if now >= (s.A + 1) * s.p then
+			s.A, s.B = fdiv(now, s.p), 0
+		end
+	elseif alg == SLIDING then
+		local pt = s.pt
+		local start = s.A * pt
+		if tt < start then
+			s.e = 0
+		elseif tt < start + pt then
+			s.e = tt - start
+		elseif tt < start + 2 * pt then
+			s.A, s.B, s.C = s.A + 1, s.C, 0
+			s.e = tt - start - pt
+		else
+			s.A, s.B, s.C = fdiv(tt, pt), 0, 0
+			s.e = tt - s.A * pt
+		end
+	elseif alg == LOG or alg == BUCKETED then
+		while s.head < s.len do
+			local m = lget(s, s.head)
+			if expiry(s, m) > now then break end
+			s.A = s.A - m[2]
+			s.head = s.head + 1
+		end
+	elseif alg == TOKEN then
+		local full = s.cap * s.pt
+		s.A = min(s.A, full)
+		if tt > s.B then
+			-- A product past 2^53 is rounded, but then it is past full − A too.
+			if (tt - s.B) * s.q >= full - s.A then
+				s.A = full
+			else
+				s.A = s.A + (tt - s.B) * s.q
+			end
+			s.B = tt
+		end
+	else
+		if s.B >= s.q then s.B = s.q - 1 end
+		if s.A < tt then s.A, s.B = tt, 0 end
+	end
+end
+
+-- gdebt returns Q·(TAT − t), capped at m·P, and whether the true debt is
+-- above the cap (a clock behind the one that wrote the state). Both tests
+-- are exact: the products they avoid could round to the cap.
+local function gdebt(s)
+	local limit = s.m * s.pt
+	local dt = s.A - s.tt
+	if dt > fdiv(limit, s.q) then return limit, true end
+	local x = dt * s.q
+	if s.B > limit - x then return limit, true end
+	return x + s.B, false
+end
+
+-- need reports whether cost c can pass now: ok, then the time until it can
+-- (µs, -1 for never) or LeakyBucket's delay.
+local function need(s, c)
+	if c > s.cap then return false, -1 end
+	local alg = s.alg
+	if alg == FIXED then
+		if s.B + c <= s.q then return true, 0 end
+		return false, (s.A + 1) * s.p - now
+	elseif alg == SLIDING then
+		local pt, q, w, b, cur = s.pt, s.q, s.A, s.B, s.C
+		if b * (pt - s.e) + cur * pt + c * pt <= q * pt then return true, 0 end
+		local at
+		local r = q - cur - c
+		if r >= 0 and b > 0 and pt - fdiv(r * pt, b) < pt then
+			at = w * pt + pt - fdiv(r * pt, b)
+		else
+			local e2 = 0
+			if cur > 0 then e2 = max(pt - fdiv((q - c) * pt, cur), 0) end
+			at = (w + 1) * pt + e2
+		end
+		return false, at * s.tick - now
+	elseif alg == LOG or alg == BUCKETED then
+		local excess = (s.A - s.q) + c -- A + c may pass 2^53; this may not
+		if excess <= 0 then return true, 0 end
+		for j = s.head, s.len - 1 do
+			local m = lget(s, j)
+			excess = excess - m[2]
+			if excess <= 0 then return false, expiry(s, m) - now end
+		end
+		return false, -1
+	elseif alg == TOKEN then
+		if s.A >= c * s.pt then return true, 0 end
+		return false, (s.B + cdiv(c * s.pt - s.A, s.q)) * s.tick - now
+	end
+	local tt, debt = s.tt, gdebt(s)
+	local excess = debt + (c - s.cap) * s.pt
+	if excess > 0 then
+		return false, (tt + cdiv(excess, s.q)) * s.tick - now
+	end
+	if alg == LEAKY and debt > 0 then
+		return true, max((tt + cdiv(debt, s.q)) * s.tick - now, 0)
+	end
+	return true, 0
+end
+
+-- add changes usage by d: a charge when d > 0, a refund when d < 0.
+local function add(s, d)
+	local m, alg = s.m, s.alg
+	if d > m then
+		d = m
+	elseif alg == SLIDING and d < -2 * m then
+		d = -2 * m -- its two windows may hold m each
+	elseif alg ~= SLIDING and d < -m then
+		d = -m
+	end
+	if d == 0 then return end
+	if alg == FIXED then
+		s.B = min(max(s.B + d, 0), m)
+	elseif alg == SLIDING then
+		if d > 0 then
+			s.C = min(s.C + d, m)
+		else
+			local x = min(s.C, -d)
+			s.C = s.C - x
+			s.B = max(s.B - (-d - x), 0)
+		end
+	elseif alg == LOG or alg == BUCKETED then
+		local at = now
+		if alg == BUCKETED then at = fdiv(now, s.prec) end
+		if d > 0 then
+			d = min(d, m - s.A)
+			if d <= 0 then return end
+			s.A = s.A + d
+			local len = s.len
+			if len > 0 then
+				local last = lget(s, len - 1)
+				if last[1] >= at then
+					lset(s, len - 1, last[1], last[2] + d)
+					return
+				end
+			end
+			redis.call('RPUSH', s.key, pack(MARK, at, d))
+			s.len = len + 1
+			s.cache[len] = { at, d }
+			return
+		end
+		local r = min(-d, s.A)
+		s.A = s.A - r
+		while r > 0 do
+			local j = s.len - 1
+			local last = lget(s, j)
+			local x = min(last[2], r)
+			r = r - x
+			if last[2] == x then
+				redis.call('RPOP', s.key)
+				s.cache[j] = nil
+				s.len = j
+			else
+				lset(s, j, last[1], last[2] - x)
+			end
+		end
+	elseif alg == TOKEN then
+		local full = s.cap * s.pt
+		if d > 0 then
+			s.A = max(s.A - d * s.pt, full - m * s.pt)
+		else
+			s.A = min(s.A - d * s.pt, full)
+		end
+	else
+		-- A refund comes off the stored TAT, down to now; a charge saturates
+		-- at m·T past now and never moves TAT back.
+		local q = s.q
+		if d < 0 then
+			local num = s.B + d * s.pt
+			s.A, s.B = s.A + fdiv(num, q), fmod(num, q)
+			if s.A < s.tt then s.A, s.B = s.tt, 0 end
+			return
+		end
+		local debt, over = gdebt(s)
+		if over then return end
+		debt = min(debt + d * s.pt, m * s.pt)
+		s.A, s.B = s.tt + fdiv(debt, q), fmod(debt, q)
+	end
+end
+
+-- report returns the units left and the µs until fully replenished.
+local function report(s)
+	local alg, q = s.alg, s.q
+	if alg == FIXED then
+		if s.B == 0 then return q, 0 end
+		return max(q - s.B, 0), (s.A + 1) * s.p - now
+	elseif alg == SLIDING then
+		local pt, w = s.pt, s.A
+		local rem = q - s.C
+		if s.B > 0 then rem = rem - cdiv(s.B * (pt - s.e), pt) end
+		rem = max(rem, 0)
+		if s.C > 0 then return rem, (w + 2) * pt * s.tick - now end
+		if s.B > 0 then return rem, (w + 1) * pt * s.tick - now end
+		return rem, 0
+	elseif alg == LOG or alg == BUCKETED then
+		if s.len == s.head then return q, 0 end
+		return max(q - s.A, 0), expiry(s, lget(s, s.len - 1)) - now
+	elseif alg == TOKEN then
+		local full = s.cap * s.pt
+		local rem = max(fdiv(s.A, s.pt), 0)
+		if s.A >= full then return rem, 0 end
+		return rem, (s.B + cdiv(full - s.A, q)) * s.tick - now
+	end
+	local debt = gdebt(s)
+	local rem = max(fdiv(s.cap * s.pt - debt, s.pt), 0)
+	if debt == 0 then return rem, 0 end
+	return rem, (s.tt + cdiv(debt, q)) * s.tick - now
+end
+
+-- core.Step: check every limit, then change each only if all allow (Take),
+-- or unconditionally (Charge, Refund, Reset).
+
+local allowed = true
+for i = 1, n do
+	local s = L[i]
+	if not s.A then fresh(s) end
+	roll(s)
+	if kind == TAKE or kind == PEEK then
+		s.ok, s.wait = need(s, cost)
+	else
+		s.ok, s.wait = true, 0
+	end
+	allowed = allowed and s.ok
+end
+
+local write = kind >= CHARGE or (kind == TAKE and allowed)
+local out, keep, recs = {}, 0, {}
+for i = 1, n do
+	local s = L[i]
+	-- Like memstore, keep what fresh and roll changed even when the
+	-- operation changes nothing: with a clock that steps back, a state rolled
+	-- forward decides differently from the state before the roll.
+	local committed = false
+	if s.key and (s.stale or s.head > 0) then
+		lcommit(s)
+		committed = true
+	end
+	if write then
+		if kind == TAKE or kind == CHARGE then
+			add(s, cost)
+		elseif kind == REFUND then
+			add(s, -cost)
+		elseif kind == RESET then
+			fresh(s)
+			if s.key then lcommit(s) end
+		end
+		if kind >= CHARGE then
+			s.ok, s.wait = need(s, 0)
+			if s.ok then s.wait = 0 end
+		end
+	end
+	local rem, reset = report(s)
+	local j = 4 * (i - 1)
+	out[j + 1], out[j + 2], out[j + 3], out[j + 4] = s.ok and 1 or 0, s.wait, rem, reset
+	keep = max(keep, reset)
+	recs[i] = pack(RECORD, s.idh, s.idl, s.A, s.B, s.C)
+	if s.key and s.len > 0 and (write or committed) then
+		redis.call('PEXPIRE', s.key, cdiv(reset, 1000) + margin)
+	end
+end
+
+-- Store the op's records first, in order, then the other layouts' (at
+-- most 16 in all, memstore's bound). The key lives until every state is
+-- replenished: the op's, and the others' as their TTL had it.
+local others = 0
+for j = 1, nold do
+	if old[j] and #recs < 16 then
+		recs[#recs + 1] = string.sub(blob, old[j], old[j] + 31)
+		others = others + 1
+	end
+end
+if others == 0 and keep == 0 then
+	if blob then redis.call('DEL', KEYS[1]) end
+else
+	local rec = table.concat(recs)
+	if write or rec ~= blob then
+		local ttl = cdiv(keep, 1000) + margin
+		if others > 0 then ttl = max(ttl, redis.call('PTTL', KEYS[1])) end
+		redis.call('SET', KEYS[1], rec, 'PX', ttl)
+	end
+end
+if write and opttl > 0 then
+	local parts = {}
+	for j = 1, #out do parts[j] = pack('<d', out[j]) end
+	redis.call('SET', KEYS[2], table.concat(parts), 'PX', opttl)
+end
+return out

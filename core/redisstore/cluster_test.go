@@ -1,0 +1,99 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+)
+
+// TestCluster decides on a 3-master Redis Cluster for many keys, with
+// several limits (and so several Redis keys, logs included) per decision,
+// keys with braces among them: no CROSSSLOT error, the keys spread over
+// every master, and every decision equals memstore's.
+func TestCluster(t *testing.T) {
+	c := newClusterClient(t)
+	for _, batched := range []bool{false, true} {
+		name := "unbatched"
+		var opts []Option
+		if batched {
+			name, opts = "batched", []Option{WithBatching(64, 4)}
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, c, opts...)
+			ms := memstore.New(memstore.WithSweepInterval(0))
+			defer ms.Close()
+			limits := []core.Limit{
+				core.PerSecond(5).WithAlgorithm(core.GCRA),
+				core.PerMinute(8).WithAlgorithm(core.SlidingLog),
+				core.PerMinute(12).WithAlgorithm(core.BucketedWindow).WithPrecision(10 * time.Second),
+			}
+			keys := make([]string, 240)
+			for i := range keys {
+				keys[i] = []string{"user-%d", "{a}%d", "}%d{", "{%d}", "a{b}c%d", strings.Repeat("x", 300) + "%d"}[i%6]
+				keys[i] = fmt.Sprintf(keys[i], i)
+			}
+			now := time.Unix(1_800_000_000, 0)
+			var wg sync.WaitGroup
+			var failed atomic.Bool
+			for w := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < len(keys); i += 8 {
+						for j := range 6 {
+							op := core.Op{Key: keys[i], Limits: limits, Cost: 1, Now: now.Add(time.Duration(j) * 100 * time.Millisecond)}
+							if j == 5 {
+								op.Kind = core.Refund
+							}
+							got, err := s.Apply(context.Background(), op)
+							want, _ := ms.Apply(context.Background(), op) // one goroutine per key: same order
+							if err != nil {
+								if !failed.Swap(true) {
+									t.Errorf("Apply(%q) on the cluster: %v", keys[i], err)
+								}
+								return
+							}
+							if !reflect.DeepEqual(got, want) {
+								if !failed.Swap(true) {
+									t.Errorf("Apply(%q) op %d on the cluster = %+v, memstore %+v", keys[i], j, got, want)
+								}
+								return
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			var perNode []int
+			var pmu sync.Mutex
+			err := c.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+				n := len(scan(t, m, s.prefix))
+				pmu.Lock()
+				perNode = append(perNode, n)
+				pmu.Unlock()
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(perNode) != 3 {
+				t.Fatalf("cluster has %d masters, want 3", len(perNode))
+			}
+			for _, n := range perNode {
+				if n == 0 {
+					t.Errorf("keys per master %v: one master holds none", perNode)
+				}
+			}
+		})
+	}
+}

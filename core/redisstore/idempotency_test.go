@@ -1,0 +1,114 @@
+package redisstore
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// TestSameOperationTwiceChargesOnce runs one command twice, as go-redis
+// does when it retries after a timeout: the second run returns the first
+// reply and charges nothing.
+func TestSameOperationTwiceChargesOnce(t *testing.T) {
+	c := newClient(t)
+	s := newStore(t, c)
+	ctx := context.Background()
+	limits := []core.Limit{core.PerMinute(10).WithAlgorithm(core.SlidingLog), core.PerMinute(10).WithAlgorithm(core.GCRA)}
+	for _, kind := range []core.Kind{core.Take, core.Charge, core.Refund, core.Reset} {
+		t.Run(kind.String(), func(t *testing.T) {
+			key := "twice-" + kind.String()
+			if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
+				t.Fatal(err)
+			}
+			op := core.Op{Kind: kind, Key: key, Limits: limits, Cost: 3}
+			keys, args := s.command(&op)
+			first, err := run(ctx, c, keys, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := run(ctx, c, keys, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(first, again) {
+				t.Errorf("second run = %v, want the first's reply %v", again, first)
+			}
+			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[core.Kind]int64{core.Take: 3, core.Charge: 3, core.Refund: 9, core.Reset: 10}[kind]
+			if d.Remaining != want {
+				t.Errorf("after 4 charged and %s(3) run twice: Remaining = %d, want %d (applied once)", kind, d.Remaining, want)
+			}
+		})
+	}
+}
+
+// TestRetryAfterReadTimeout makes go-redis really retry: the shared server
+// is paused (SIGSTOP) longer than the client's ReadTimeout, so the command
+// times out and is sent again on new connections while the first copies
+// wait in the server's socket buffers; on SIGCONT the server runs every
+// copy. With operation records the key is charged once; without, more.
+func TestRetryAfterReadTimeout(t *testing.T) {
+	addr := env(t, "TOLLGATE_REDIS_ADDR")
+	proc := sharedPID(t)
+	limits := []core.Limit{core.Per(100, core.MaxPeriod).WithAlgorithm(core.FixedWindow)}
+	for _, records := range []bool{true, false} {
+		name, ttl := "with operation records", DefaultOpTTL
+		if !records {
+			name, ttl = "without operation records", 0
+		}
+		t.Run(name, func(t *testing.T) {
+			// No ContextTimeoutEnabled and no deadline: the retries of
+			// go-redis itself, after its ReadTimeout.
+			c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 100 * time.Millisecond, MaxRetries: 20,
+				MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond})
+			defer c.Close()
+			s := newStore(t, c, WithOpTTL(ttl))
+			ctx := context.Background()
+			// Warm connections: a retry on a new connection would fail in its
+			// handshake with the paused server, which go-redis does not retry.
+			var warm sync.WaitGroup
+			for range 8 {
+				warm.Add(1)
+				go func() {
+					defer warm.Done()
+					c.Do(ctx, "DEBUG", "SLEEP", "0.05")
+				}()
+			}
+			warm.Wait()
+			resume := pause(t, proc)
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Apply(ctx, core.Op{Key: "retried", Limits: limits, Cost: 1})
+				done <- err
+			}()
+			time.Sleep(300 * time.Millisecond) // two or three attempts time out
+			resume()
+			if err := <-done; err != nil {
+				t.Fatalf("Apply across the pause: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond) // the earlier copies run too
+			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: "retried", Limits: limits})
+			if err != nil {
+				t.Fatal(err)
+			}
+			charged := 100 - d.Remaining
+			switch {
+			case records && charged != 1:
+				t.Errorf("one AllowN(1) retried by go-redis charged %d, want 1", charged)
+			case !records && charged < 2:
+				t.Errorf("without operation records one AllowN(1) retried by go-redis charged %d: the test did not make go-redis retry", charged)
+			case !records:
+				t.Logf("without operation records one AllowN(1) retried by go-redis charged %d", charged)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// TestKeysExpire runs traffic on every algorithm (Redis TIME), checks that
+// every key carries a TTL meanwhile, stops, waits past the longest time to
+// full replenishment plus the margin, and finds no key left.
+func TestKeysExpire(t *testing.T) {
+	c := newClient(t)
+	const margin, opTTL = 200 * time.Millisecond, 300 * time.Millisecond
+	s := newStore(t, c, WithMargin(margin), WithOpTTL(opTTL))
+	limits := []core.Limit{
+		core.Per(20, 500*time.Millisecond).WithAlgorithm(core.FixedWindow),
+		core.Per(20, 500*time.Millisecond), // SlidingWindow: replenished within 2 periods
+		core.Per(20, 500*time.Millisecond).WithAlgorithm(core.SlidingLog),
+		core.Per(20, 500*time.Millisecond).WithAlgorithm(core.BucketedWindow).WithPrecision(50 * time.Millisecond),
+		core.Per(20, 500*time.Millisecond).WithAlgorithm(core.TokenBucket),
+		core.Per(20, 500*time.Millisecond).WithAlgorithm(core.GCRA).WithBurst(5),
+		core.Per(20, 500*time.Millisecond).WithAlgorithm(core.LeakyBucket),
+	}
+	ctx := context.Background()
+	stop := time.Now().Add(600 * time.Millisecond)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var last time.Time // when the last limit is fully replenished, by the decisions
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(stop); i++ {
+				key := fmt.Sprintf("ttl-%d", (w*7+i)%10)
+				kind := []core.Kind{core.Take, core.Take, core.Take, core.Refund, core.Peek, core.Take, core.Take, core.Take, core.Peek, core.Charge}[i%10]
+				// Each limit alone, and all together, so that single- and
+				// multi-limit keys both exist.
+				ls := limits
+				if i%2 == 0 {
+					ls = limits[i%len(limits) : i%len(limits)+1]
+					key += "-" + ls[0].Algorithm.String()
+				}
+				d, err := s.Apply(ctx, core.Op{Kind: kind, Key: key, Limits: ls, Cost: 1 + int64(i%3)})
+				if err != nil {
+					t.Errorf("Apply: %v", err)
+					return
+				}
+				at := time.Now()
+				mu.Lock()
+				d.Each(func(s core.LimitState) {
+					if r := at.Add(s.ResetAfter); r.After(last) {
+						last = r
+					}
+				})
+				mu.Unlock()
+			}
+		}()
+	}
+	checked := 0
+	for time.Now().Before(stop.Add(-100 * time.Millisecond)) {
+		for _, k := range scan(t, c, s.prefix) {
+			ttl, err := c.PTTL(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl == -1 { // -2: expired or deleted since SCAN, fine
+				t.Errorf("key %q has no TTL", k)
+			}
+			checked++
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wg.Wait()
+	if checked == 0 {
+		t.Fatal("no key seen during traffic")
+	}
+	wait := time.Until(last) + margin + 100*time.Millisecond
+	if wait > 10*time.Second {
+		t.Fatalf("the traffic left limits replenished only in %v", time.Until(last))
+	}
+	time.Sleep(max(wait, opTTL))
+	for _, k := range scan(t, c, s.prefix) {
+		ttl, _ := c.PTTL(ctx, k).Result()
+		t.Errorf("key %q is left %v after the last limit was fully replenished (PTTL %v)", k, margin+100*time.Millisecond, ttl)
+	}
+}
