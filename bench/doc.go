@@ -1,0 +1,23 @@
+// Package bench compares Tollgate's decisions with those of other Go rate
+// limiters, side by side in one go test -bench run, so that benchstat can put
+// each case's libraries in one table:
+//
+//	go test -run='^$' -bench=Memory -benchmem -count=6 . | tee mem.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /lib mem.txt
+//
+// It is its own module so that the peers it imports never become
+// dependencies of github.com/tollgate/tollgate; the replace directives in
+// go.mod point it at the working tree.
+//
+// The package has no API: everything lives in _test.go files.
+//
+//   - memory_test.go: BenchmarkMemory, in-memory decisions on an existing
+//     key, named case=…/lib=… (hot key, hot key exhausted, 10k keys round
+//     robin, RunParallel over 100k keys), reporting cpu-ns/op besides
+//     ns/op (cputime_*_test.go).
+//   - peers_test.go, tollgate_test.go: each library set up the way its
+//     users write it.
+//   - keys_test.go: key sets, checked to be distinct.
+//   - crosscheck_test.go: Tollgate's token bucket against x/time/rate over a
+//     randomized trace of fixed instants.
+package bench

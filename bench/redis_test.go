@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	ulule "github.com/ulule/limiter/v3"
+	ululeredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/redisstore"
+)
+
+// BenchmarkRedis compares decisions per second on a local redis-server
+// (TOLLGATE_REDIS_ADDR, started by scripts/test.sh or by hand), named
+// case=…/callers=…/lib=…:
+//
+//   - case one-limit: a GCRA of 1e9 per second (every decision allowed and
+//     written); three-limits adds a sliding window per minute and a fixed
+//     window per hour, decided together (Tollgate only: the peers have no
+//     multi-limit decision).
+//   - callers 1 or 64 concurrent goroutines, over 1000 keys.
+//   - lib tollgate (one EVALSHA per decision), tollgate-batched
+//     (redisstore.WithBatching), tollgate-batched-norecord (and
+//     redisstore.WithOpTTL(0): no retry records), redis_rate (go-redis/redis_rate/v10),
+//     ulule (ulule/limiter/v3's Redis store), ping (one PING per decision:
+//     the ceiling of any one-command-per-decision design).
+//
+// Besides ns/op, each reports the server's commands per decision
+// (cmds/op, from INFO commandstats) and the client's round trips per
+// decision (rtt/op: commands plus pipelines sent, from a go-redis hook).
+//
+//	go test -run '^$' -bench Redis -count 5 . | tee redis.txt
+func BenchmarkRedis(b *testing.B) {
+	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {
+			b.Fatal("TOLLGATE_REDIS_ADDR is not set and TOLLGATE_REQUIRE_REDIS=1")
+		}
+		b.Skip("TOLLGATE_REDIS_ADDR is not set")
+	}
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "bench-" + strconv.Itoa(i)
+	}
+	for _, cs := range []string{"one-limit", "three-limits"} {
+		for _, callers := range []int{1, 64} {
+			for _, lib := range redisLibs {
+				if cs == "three-limits" && !lib.multi {
+					continue
+				}
+				b.Run(fmt.Sprintf("case=%s/callers=%d/lib=%s", cs, callers, lib.name), func(b *testing.B) {
+					var trips atomic.Int64
+					rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: true})
+					rdb.AddHook(countHook{&trips})
+					defer rdb.Close()
+					decide := lib.new(b, rdb, cs == "three-limits")
+					ctx := context.Background()
+					for _, k := range keys { // create the keys: measure existing ones
+						if err := decide(ctx, k); err != nil {
+							b.Fatal(err)
+						}
+					}
+					before := commandCalls(b, rdb)
+					trips.Store(0)
+					b.ResetTimer()
+					if callers == 1 {
+						for i := 0; i < b.N; i++ {
+							if err := decide(ctx, keys[i%len(keys)]); err != nil {
+								b.Fatal(err)
+							}
+						}
+					} else {
+						b.SetParallelism((callers + 1) / 2) // × GOMAXPROCS goroutines
+						var next atomic.Int64
+						b.RunParallel(func(pb *testing.PB) {
+							for pb.Next() {
+								if err := decide(ctx, keys[next.Add(1)%int64(len(keys))]); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					}
+					b.StopTimer()
+					b.ReportMetric(float64(trips.Load())/float64(b.N), "rtt/op")
+					b.ReportMetric(float64(commandCalls(b, rdb)-before-1)/float64(b.N), "cmds/op")
+				})
+			}
+		}
+	}
+}
+
+// A redisLib sets up one library on rdb for one case; decide makes one
+// decision and fails on an error or a denial (every case allows all).
+type redisLib struct {
+	name  string
+	multi bool // has a multi-limit case
+	new   func(tb testing.TB, rdb *redis.Client, three bool) func(ctx context.Context, key string) error
+}
+
+var redisLibs = []redisLib{
+	{"tollgate", true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, three)
+	}},
+	{"tollgate-batched", true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, three, redisstore.WithBatching(redisstore.DefaultBatchSize, redisstore.DefaultBatchWorkers))
+	}},
+	// Without operation records (redisstore.WithOpTTL(0)): what retry
+	// protection costs; safe with a client whose MaxRetries is -1.
+	{"tollgate-batched-norecord", true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, three, redisstore.WithOpTTL(0),
+			redisstore.WithBatching(redisstore.DefaultBatchSize, redisstore.DefaultBatchWorkers))
+	}},
+	{"redis_rate", false, newRedisRate},
+	{"ulule", false, newUluleRedis},
+	{"ping", false, func(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
+		return func(ctx context.Context, _ string) error { return rdb.Ping(ctx).Err() }
+	}},
+}
+
+func newTollgateRedis(tb testing.TB, rdb *redis.Client, three bool, opts ...redisstore.Option) func(context.Context, string) error {
+	st, err := redisstore.New(rdb, append([]redisstore.Option{redisstore.WithPrefix(benchPrefix("tg"))}, opts...)...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	limits := []core.Option{core.Per(1e9, time.Second).WithAlgorithm(core.GCRA)}
+	if three {
+		limits = append(limits, core.Per(1e12, time.Minute), core.Per(1e12, time.Hour).WithAlgorithm(core.FixedWindow))
+	}
+	// A generous timeout: a benchmark on a loaded machine must not trip the
+	// breaker.
+	lim, err := core.New(st, append(limits, core.WithTimeout(5*time.Second))...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return func(ctx context.Context, key string) error {
+		d, err := lim.Allow(ctx, key)
+		if err == nil && !d.Allowed {
+			err = fmt.Errorf("tollgate denied %q: %+v", key, d)
+		}
+		return err
+	}
+}
+
+func newRedisRate(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
+	l := redis_rate.NewLimiter(rdb)
+	limit := redis_rate.Limit{Rate: 1e9, Period: time.Second, Burst: 1e9}
+	prefix := benchPrefix("rr")
+	return func(ctx context.Context, key string) error {
+		res, err := l.Allow(ctx, prefix+key, limit)
+		if err == nil && res.Allowed == 0 {
+			err = fmt.Errorf("redis_rate denied %q: %+v", key, res)
+		}
+		return err
+	}
+}
+
+func newUluleRedis(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
+	st, err := ululeredis.NewStoreWithOptions(rdb, ulule.StoreOptions{Prefix: benchPrefix("ul"), MaxRetry: 3})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l := ulule.New(st, ulule.Rate{Period: time.Second, Limit: 1e9})
+	return func(ctx context.Context, key string) error {
+		c, err := l.Get(ctx, key)
+		if err == nil && c.Reached {
+			err = fmt.Errorf("ulule denied %q: %+v", key, c)
+		}
+		return err
+	}
+}
+
+// benchPrefix returns a key prefix of its own for one benchmark run.
+func benchPrefix(lib string) string {
+	return "bench:" + lib + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+}
+
+// countHook counts what a client sends: one per command, one per pipeline.
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// commandCalls returns the server's total command calls (INFO
+// commandstats), the INFO itself included.
+func commandCalls(tb testing.TB, rdb *redis.Client) int64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		_, rest, ok := strings.Cut(line, ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			tb.Fatalf("INFO commandstats line %q: %v", line, err)
+		}
+		total += v
+	}
+	return total
+}
