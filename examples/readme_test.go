@@ -1,0 +1,95 @@
+package examples_test
+
+// The snippets of the README's "Use with your framework", verbatim between
+// the marker comments, so that they keep compiling. (Examples without an
+// Output comment are compiled, not run.)
+
+import (
+	"log"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-chi/chi/v5"
+	"github.com/gofiber/fiber/v2"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/echolimit"
+	"github.com/tollgate/tollgate/fiberlimit"
+	"github.com/tollgate/tollgate/ginlimit"
+	"github.com/tollgate/tollgate/nethttp"
+)
+
+// limiters is the README's common setup.
+func limiters() (lim, searchLim *core.Limiter) {
+	// README: limiters
+	store := memstore.New()
+	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// A costly route's own limiter, on the same store: each Limiter keeps
+	// its own state for a key (its scope is derived from its limits).
+	searchLim, err = core.New(store, core.PerMinute(20).Named("search"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// README: end
+	return lim, searchLim
+}
+
+func Example_gin() {
+	lim, searchLim := limiters()
+	var search, me gin.HandlerFunc
+	var userLim *core.Limiter
+	// README: gin
+	r := gin.New()
+	r.Use(ginlimit.New(lim))                                                 // whole app, per client IP
+	r.POST("/search", ginlimit.New(searchLim, ginlimit.WithCost(5)), search) // a costly route
+	r.GET("/me", ginlimit.New(userLim, ginlimit.WithKeyFunc(func(c *gin.Context) (string, error) {
+		return c.GetString("user"), nil // set by your auth middleware
+	})), me)
+	// README: end
+}
+
+func Example_echo() {
+	lim, searchLim := limiters()
+	var search echo.HandlerFunc
+	// README: echo
+	e := echo.New()
+	e.Use(echolimit.New(lim))                                                  // whole app, per client IP
+	e.POST("/search", search, echolimit.New(searchLim, echolimit.WithCost(5))) // a costly route
+	// README: end
+}
+
+func Example_fiber() {
+	lim, searchLim := limiters()
+	var search fiber.Handler
+	// README: fiber
+	app := fiber.New()
+	app.Use(fiberlimit.New(lim))                                                   // whole app, per client IP
+	app.Post("/search", fiberlimit.New(searchLim, fiberlimit.WithCost(5)), search) // a costly route
+	// README: end
+}
+
+func Example_nethttp() {
+	lim, searchLim := limiters()
+	var hello, search http.Handler
+	// README: net/http
+	mux := http.NewServeMux()
+	mux.Handle("GET /hello", hello)
+	mux.Handle("POST /search", nethttp.New(searchLim, nethttp.WithCost(5))(search)) // a costly route
+	log.Fatal(http.ListenAndServe(":8080", nethttp.New(lim)(mux)))                  // whole app, per client IP
+	// README: end
+}
+
+func Example_chi() {
+	lim, searchLim := limiters()
+	var search http.HandlerFunc
+	// README: chi
+	r := chi.NewRouter()
+	r.Use(nethttp.New(lim))                                                     // whole app, per client IP
+	r.With(nethttp.New(searchLim, nethttp.WithCost(5))).Post("/search", search) // a costly route
+	// README: end
+}

@@ -1,0 +1,123 @@
+// Command redis runs the quickstart's limits on Redis, so that every
+// instance of the service shares one quota per client: 10 requests per
+// second and 100 per minute app-wide, and a search route of cost 5 under
+// 20 per minute of its own.
+//
+// While Redis is down, the app-wide limiter falls back to an in-memory
+// store (each instance then limits on its own), and the search route
+// answers 503 rather than run unlimited. Every store failure is logged.
+//
+//	go run ./redis                              # Redis at 127.0.0.1:6379 (-redis, or env TOLLGATE_REDIS_ADDR)
+//	curl -i localhost:8080/hello                # listens on 127.0.0.1:8080 (-addr, or env ADDR)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/core/redisstore"
+	"github.com/tollgate/tollgate/nethttp"
+)
+
+// newApp returns the application's handler on the Redis of rdb, with keys
+// under prefix, logging store failures to logger; and a function that
+// releases its stores.
+func newApp(rdb *redis.Client, prefix string, logger *log.Logger) (http.Handler, func(), error) {
+	// One store for both limiters: each Limiter's keys live in its own scope
+	// (its name, derived from its limits), so both can key by client IP.
+	store, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+	if err != nil {
+		return nil, nil, err
+	}
+	fallback := memstore.New()
+	closeStores := func() { store.Close(); fallback.Close() }
+
+	// Store failures are reported here, never to the client. While the
+	// circuit breaker is open (after 5 failures or one timeout, for a
+	// second) every skipped call is reported too: sample or count them in
+	// production.
+	logFailure := core.WithErrorHook(func(ctx context.Context, key string, err error) {
+		logger.Printf("rate limiter store failed for %q: %v", key, err)
+	})
+	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100),
+		// Redis down: decide on the local memstore. core.FailOpen would let
+		// every request through instead.
+		core.WithFailurePolicy(core.Fallback(fallback)),
+		core.WithTimeout(50*time.Millisecond), // the most a decision waits for Redis (the default)
+		logFailure,
+	)
+	if err != nil {
+		closeStores()
+		return nil, nil, err
+	}
+	searchLim, err := core.New(store, core.PerMinute(20).Named("search"),
+		// Redis down: the costly route answers 503 (the default policy).
+		core.WithFailurePolicy(core.FailClosed),
+		logFailure,
+	)
+	if err != nil {
+		closeStores()
+		return nil, nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "hello")
+	})
+	mux.Handle("POST /search", nethttp.New(searchLim, nethttp.WithCost(5))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintln(w, "results")
+		})))
+	// Keyed by client IP, the peer address; see the quickstarts for
+	// servers behind a proxy.
+	return nethttp.New(lim)(mux), closeStores, nil
+}
+
+// newClient returns a client of the Redis at addr. ContextTimeoutEnabled
+// lets the limiter's timeout bound a call to a Redis that hangs.
+func newClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+}
+
+func main() {
+	addr := flag.String("addr", envOr("ADDR", "127.0.0.1:8080"), "listen address (env ADDR)")
+	redisAddr := flag.String("redis", envOr("TOLLGATE_REDIS_ADDR", "127.0.0.1:6379"), "Redis address (env TOLLGATE_REDIS_ADDR)")
+	selftest := flag.Bool("selftest", false, "serve on a free loopback port, send a few requests, check the answers and exit")
+	flag.Parse()
+	if *selftest {
+		if err := selfTest(*redisAddr); err != nil {
+			log.Fatalf("selftest: %v", err)
+		}
+		fmt.Println("selftest: ok")
+		return
+	}
+
+	rdb := newClient(*redisAddr)
+	defer rdb.Close()
+	h, closeStores, err := newApp(rdb, redisstore.DefaultPrefix, log.Default())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer closeStores()
+	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("listening on http://%s, limits in the Redis at %s", *addr, *redisAddr)
+	if err := srv.ListenAndServe(); err != nil {
+		log.Print(err)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
