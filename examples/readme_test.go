@@ -7,6 +7,9 @@ package examples_test
 import (
 	"log"
 	"net/http"
+	"os"
+	"strings"
+	"testing"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-chi/chi/v5"
@@ -22,7 +25,7 @@ import (
 )
 
 // limiters is the README's common setup.
-func limiters() (lim, searchLim *core.Limiter) {
+func limiters() (*core.Limiter, *core.Limiter) {
 	// README: limiters
 	store := memstore.New()
 	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100))
@@ -31,7 +34,7 @@ func limiters() (lim, searchLim *core.Limiter) {
 	}
 	// A costly route's own limiter, on the same store: each Limiter keeps
 	// its own state for a key (its scope is derived from its limits).
-	searchLim, err = core.New(store, core.PerMinute(20).Named("search"))
+	searchLim, err := core.New(store, core.PerMinute(20).Named("search"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,4 +95,39 @@ func Example_chi() {
 	r.Use(nethttp.New(lim))                                                     // whole app, per client IP
 	r.With(nethttp.New(searchLim, nethttp.WithCost(5))).Post("/search", search) // a costly route
 	// README: end
+}
+
+// TestREADMEShowsTheseSnippets checks that every snippet between the
+// markers above stands in README.md, so the README shows code that
+// compiles.
+func TestREADMEShowsTheseSnippets(t *testing.T) {
+	src, err := os.ReadFile("readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	const marker = "\n\t// README: " // a marker line, not this string
+	for _, part := range strings.Split(string(src), marker)[1:] {
+		name, body, _ := strings.Cut(part, "\n")
+		if name == "end" {
+			continue
+		}
+		body, _, _ = strings.Cut(body, marker+"end")
+		var lines []string
+		for _, l := range strings.Split(body, "\n") {
+			lines = append(lines, strings.TrimPrefix(l, "\t")) // the README's snippets are not indented
+		}
+		snippet := strings.Join(lines, "\n")
+		if !strings.Contains(string(readme), snippet) {
+			t.Errorf("README.md lacks the %q snippet:\n%s", name, snippet)
+		}
+		n++
+	}
+	if n < 6 {
+		t.Errorf("found %d snippets between markers, want at least 6", n)
+	}
 }
