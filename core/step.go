@@ -18,23 +18,29 @@ import (
 // does). On error it changes nothing. It is a pure function of its
 // arguments and the states.
 func Step(op *Op, now int64, states []State) (d Decision, keep time.Duration, err error) {
+	keep, err = StepTo(op, now, states, &d)
+	return d, keep, err
+}
+
+// StepTo is Step writing the Decision to *d, for stores that return it
+// without copying it again. On error *d is unchanged.
+func StepTo(op *Op, now int64, states []State, d *Decision) (keep time.Duration, err error) {
 	switch {
 	case op.Kind >= numKinds:
-		return d, 0, fmt.Errorf("%w: unknown kind %d", ErrInvalidOp, op.Kind)
+		return 0, fmt.Errorf("%w: unknown kind %d", ErrInvalidOp, op.Kind)
 	case op.Key == "":
-		return d, 0, fmt.Errorf("%w: empty key", ErrInvalidKey)
+		return 0, fmt.Errorf("%w: empty key", ErrInvalidKey)
 	case len(op.Scope) > MaxNameLen:
-		return d, 0, fmt.Errorf("%w: scope is %d bytes long, more than %d", ErrInvalidOp, len(op.Scope), MaxNameLen)
+		return 0, fmt.Errorf("%w: scope is %d bytes long, more than %d", ErrInvalidOp, len(op.Scope), MaxNameLen)
 	case op.Cost < 0:
-		return d, 0, fmt.Errorf("%w: cost %d is negative (key %.64q)", ErrInvalidCost, op.Cost, op.Key)
+		return 0, fmt.Errorf("%w: cost %d is negative (key %.64q)", ErrInvalidCost, op.Cost, op.Key)
 	case len(op.Limits) == 0:
-		return d, 0, fmt.Errorf("%w: no limits (key %.64q)", ErrInvalidOp, op.Key)
+		return 0, fmt.Errorf("%w: no limits (key %.64q)", ErrInvalidOp, op.Key)
 	case len(states) != len(op.Limits):
-		return d, 0, fmt.Errorf("%w: %d states for %d limits", ErrInvalidOp, len(states), len(op.Limits))
+		return 0, fmt.Errorf("%w: %d states for %d limits", ErrInvalidOp, len(states), len(op.Limits))
 	}
 	if len(states) == 1 {
-		keep, err = step1(op, now, &states[0], &d)
-		return d, keep, err
+		return step1(op, now, &states[0], d)
 	}
 	var sbuf [4]shape
 	var vbuf [4]verdict
@@ -46,7 +52,7 @@ func Step(op *Op, now int64, states []State) (d Decision, keep time.Duration, er
 	}
 	for i := range op.Limits {
 		if err = op.Limits[i].compile(&shapes[i]); err != nil {
-			return d, 0, err
+			return 0, err
 		}
 	}
 	allowed := true
@@ -64,11 +70,12 @@ func Step(op *Op, now int64, states []State) (d Decision, keep time.Duration, er
 			keep = r
 		}
 	}
-	return decide(op, vs), keep, nil
+	*d = decide(op, vs)
+	return keep, nil
 }
 
 // step1 is Step for a single limit, without the bookkeeping of several.
-// It writes the Decision to d, which is zero.
+// It writes the Decision to d, unless it fails.
 func step1(op *Op, now int64, st *State, d *Decision) (time.Duration, error) {
 	var sh shape
 	if err := op.Limits[0].compile(&sh); err != nil {
@@ -81,6 +88,7 @@ func step1(op *Op, now int64, st *State, d *Decision) (time.Duration, error) {
 	} else {
 		v.remaining, v.reset = sh.report(st, now)
 	}
+	*d = Decision{}
 	d.Allowed = v.ok
 	d.Cost = op.Cost
 	d.Limit = op.Limits[0]

@@ -156,7 +156,7 @@ func New(opts ...Option) *Store {
 }
 
 // Apply implements core.Store.
-func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+func (s *Store) Apply(ctx context.Context, op core.Op) (d core.Decision, err error) {
 	if s.closed.Load() {
 		return core.Decision{}, fmt.Errorf("memstore: %s: %w", op.Kind, core.ErrClosed)
 	}
@@ -177,14 +177,12 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	for e != nil && e.scope != op.Scope {
 		e = e.next
 	}
-	var d core.Decision
-	var err error
 	switch {
 	case e == nil:
 		d, err = s.applyNew(sh, key, &op, now)
 	case e.lims == unsafe.SliceData(op.Limits) && e.n == len(op.Limits):
 		var keep time.Duration
-		d, keep, err = core.Step(&op, now, e.states[:e.n])
+		keep, err = core.StepTo(&op, now, e.states[:e.n], &d)
 		if err == nil {
 			e.settle(sh, key, now, keep)
 		}
