@@ -90,11 +90,18 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 			continue
 		}
 		if err := o.applyLimiter(l); err != nil {
-			return nil, fmt.Errorf("tollgate: New: %w", err)
+			return nil, err // already says what and which limit
+		}
+	}
+	for i := range l.limits {
+		for j := range i {
+			if l.limits[i].Name == l.limits[j].Name {
+				return nil, fmt.Errorf("%w: two limits named %q: RateLimit headers could not tell them apart", ErrInvalidLimit, l.limits[i].Name)
+			}
 		}
 	}
 	if len(l.limits) == 0 && l.limitsFn == nil {
-		return nil, fmt.Errorf("tollgate: New: %w: no limits and no WithLimitsFunc", ErrInvalidOp)
+		return nil, fmt.Errorf("%w: New needs at least one Limit or a WithLimitsFunc", ErrInvalidOp)
 	}
 	if !l.named {
 		l.scope = defaultScope(l.limits)

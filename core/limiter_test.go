@@ -220,3 +220,18 @@ func TestLimitersOnOneStoreAreScopedByTheirLimits(t *testing.T) {
 		t.Error("WithName with a control character: New succeeded, want an error")
 	}
 }
+
+// Two limits of one Limiter with the same name would make the RateLimit
+// headers ambiguous; New says so. Errors name the problem once.
+func TestNewRejectsDuplicateNamesAndSaysWhy(t *testing.T) {
+	store := memstore.New(memstore.WithSweepInterval(0))
+	defer store.Close()
+	_, err := core.New(store, core.PerSecond(2).Named("a"), core.PerMinute(3).Named("a"))
+	if !errors.Is(err, core.ErrInvalidLimit) || !strings.Contains(err.Error(), `"a"`) {
+		t.Errorf("New with two limits named a: err = %v, want ErrInvalidLimit naming \"a\"", err)
+	}
+	_, err = core.New(store, core.PerSecond(0))
+	if err == nil || strings.Count(err.Error(), "tollgate:") != 1 {
+		t.Errorf("New with a zero quota: err = %v, want one error with one \"tollgate:\" prefix", err)
+	}
+}

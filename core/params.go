@@ -5,10 +5,10 @@ package core
 // receives them as script arguments, so the port does no validation and
 // makes the same choice of time unit). Every value is below 2^53.
 type Params struct {
-	Algorithm Algorithm
-	Quota     int64 // Q, cost units per Period
-	Capacity  int64 // most cost that can pass at once (Limit.Capacity)
-	Period    int64 // P in µs
+	Algorithm Algorithm // the limit's algorithm
+	Quota     int64     // Q, cost units per Period
+	Capacity  int64     // most cost that can pass at once (Limit.Capacity)
+	Period    int64     // P in µs
 	// Tick is the time unit of SlidingWindow, TokenBucket, GCRA and
 	// LeakyBucket, in µs: 1 unless Capacity × Period is very large, then a
 	// power of ten up to 1s. PeriodTicks is Period in ticks.

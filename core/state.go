@@ -15,9 +15,9 @@ package core
 //	TokenBucket     A = tokens × (P in ticks), B = last refill (ticks)
 //	GCRA, LeakyBucket  TAT = A + B/Q ticks, 0 ≤ B < Q
 type State struct {
-	Ident   uint64
-	A, B, C int64
-	Log     []Mark
+	Ident   uint64 // layout the state was written under (Params.Ident); 0: fresh
+	A, B, C int64  // the algorithm's registers, as tabled above
+	Log     []Mark // SlidingLog and BucketedWindow marks, oldest first
 }
 
 // Mark is one entry of a State's Log.

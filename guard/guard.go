@@ -146,6 +146,8 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 		key, err := ru.key(r)
 		if err == nil && key == "" {
 			err = errEmptyKey
+		} else if err == nil && len(key) > keyfuncs.MaxKeyLen {
+			err = errLongKey
 		}
 		if err != nil {
 			if errors.Is(err, ErrSkipRule) {
@@ -343,6 +345,7 @@ func Optional(fn keyfuncs.Func) keyfuncs.Func {
 
 var (
 	errEmptyKey     = &wrapped{"empty key", keyfuncs.ErrNoKey}
+	errLongKey      = &wrapped{"key longer than keyfuncs.MaxKeyLen", keyfuncs.ErrKeyTooLong}
 	errNegativeCost = &wrapped{"negative cost", core.ErrInvalidCost}
 )
 

@@ -120,7 +120,8 @@ func TestKeyErrors(t *testing.T) {
 		{"a missing header is a 400", keyfuncs.Header("X-Key"), "192.0.2.1:1", 400},
 		{"an unparsable peer address is a 500", nil, "not-an-address", 500},
 		{"an empty peer address is a 400", nil, "", 400},
-		{"a huge key is hashed by the store and passes", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", 1<<20), nil }, "192.0.2.1:1", 200},
+		{"a key of MaxKeyLen bytes passes", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", keyfuncs.MaxKeyLen), nil }, "192.0.2.1:1", 200},
+		{"a longer key is a 400, as from keyfuncs.Header", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", 1<<20), nil }, "192.0.2.1:1", 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,9 +40,10 @@ type config struct {
 }
 
 // WithKey sets the key function of the Limiter passed to New: who is
-// limited. A key function's error, or an empty key, fails the request
-// through the ErrorHandler (by default 400, see ErrorStatus); it never lets
-// the request through unlimited. Default: keyfuncs.IP(), the peer address.
+// limited. A key function's error, an empty key or one longer than
+// keyfuncs.MaxKeyLen fails the request through the ErrorHandler (by
+// default 400, see ErrorStatus); it never lets the request through
+// unlimited. Default: keyfuncs.IP(), the peer address.
 func WithKey(fn keyfuncs.Func) Option {
 	return func(c *config) { c.key = fn }
 }
@@ -51,9 +52,9 @@ func WithKey(fn keyfuncs.Func) Option {
 // fn: keyfuncs.IP()). Rules are applied in order, the Limiter passed to
 // New first; a request passes only if every rule admits it. When a rule
 // denies (or fails), the cost the earlier rules took is refunded, and the
-// later rules are not consulted. Rules whose limiters share a store should
-// use distinct keys, e.g. keyfuncs.Join(":", keyfuncs.Static("user"), fn).
-// Default: no further rules.
+// later rules are not consulted. Limiters keep separate state for a key
+// unless they share a scope (core.WithName; by default limiters configured
+// alike do). Default: no further rules.
 func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option {
 	return func(c *config) { c.rules = append(c.rules, rule{lim: lim, key: fn}) }
 }

@@ -3,11 +3,13 @@ package nethttp_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/keyfuncs"
 	"github.com/tollgate/tollgate/nethttp"
 )
 
@@ -81,5 +83,23 @@ func TestOptionalRuleSkipsAnEmptyTypedKey(t *testing.T) {
 		if rec.Code != tc.want {
 			t.Errorf("request %d (user %q) = %d, want %d", i+1, tc.user, rec.Code, tc.want)
 		}
+	}
+}
+
+// Every adapter answers a key longer than keyfuncs.MaxKeyLen from any key
+// function the same way: 400, as for a missing key.
+func TestOverlongKeysAreRejectedAlike(t *testing.T) {
+	store := memstore.New(memstore.WithSweepInterval(0))
+	defer store.Close()
+	lim, err := core.New(store, core.PerMinute(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("k", keyfuncs.MaxKeyLen+1)
+	h := nethttp.New(lim, nethttp.WithKeyFunc(func(*http.Request) (string, error) { return long, nil }))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "kkkk") {
+		t.Errorf("a %d-byte key: status %d body %q, want 400 without the key", len(long), rec.Code, rec.Body.String())
 	}
 }

@@ -51,14 +51,13 @@ func (s *server) Close() {
 	}
 }
 
-// newServer builds the limiters and the routes. Each limiter has its own
-// store: limiters that share a store must not share keys, and all three key
-// by the same API key here.
+// newServer builds the limiters and the routes. The three limiters share
+// one store and all key by the API key: each Limiter keeps its own state
+// for a key, in the scope derived from its limits.
 func newServer() (*server, error) {
-	s := &server{}
+	st := memstore.New()
+	s := &server{stores: []*memstore.Store{st}}
 	newLimiter := func(limits ...core.Option) (*core.Limiter, error) {
-		st := memstore.New()
-		s.stores = append(s.stores, st)
 		return core.New(st, limits...)
 	}
 	app, err := newLimiter(core.PerSecond(5).Named("per-second"), core.PerMinute(10).Named("per-minute"))
@@ -129,7 +128,7 @@ var script = []step{
 	{client: "alice", method: "POST", path: "/generate", body: "one more", note: "estimate 10"},
 	{client: "alice", method: "GET", path: "/hello"},
 	{client: "alice", method: "GET", path: "/hello"},
-	{client: "alice", method: "GET", path: "/hello", note: "both limits spent"},
+	{client: "alice", method: "GET", path: "/hello", note: "the per-minute limit spent"},
 }
 
 func run(out io.Writer) error {

@@ -24,6 +24,9 @@ const (
 	DefaultSweepInterval = time.Minute
 )
 
+// minPerShard is the fewest keys a shard is sized for.
+const minPerShard = 256
+
 // evictSample is how many entries an insert into a full shard looks at to
 // choose the one to evict.
 const evictSample = 8
@@ -86,17 +89,20 @@ type config struct {
 	clock     core.Clock
 }
 
-// WithMaxKeys bounds the number of live keys to n (n ≥ 1). When a new key
-// arrives at a full store, the store evicts, among a few sampled keys, the
-// one closest to expiry: an approximation of least recently used, since
-// every operation extends a key's expiry. Evicting a key forgets its usage,
-// so size the bound above the keys active within your longest Period.
-// Default: DefaultMaxKeys.
+// WithMaxKeys bounds the number of live keys to at most n. The bound is
+// kept per shard (n divided evenly), so a store evicts a little before it
+// holds n keys when keys spread unevenly; small bounds use fewer shards.
+// When a new key arrives at a full shard, the store evicts, among a few
+// sampled keys, the one closest to expiry: an approximation of least
+// recently used, since every operation extends a key's expiry. Evicting a
+// key forgets its usage, so size the bound well above the keys active
+// within your longest Period. n ≤ 0 means the default. Default:
+// DefaultMaxKeys.
 func WithMaxKeys(n int) Option { return func(c *config) { c.maxKeys = n } }
 
 // WithMaxKeyLen makes keys longer than n bytes be replaced by their SHA-256
-// digest, so that enormous keys cost bounded memory. Default:
-// DefaultMaxKeyLen.
+// digest, so that enormous keys cost bounded memory. n ≤ 0 means the
+// default. Default: DefaultMaxKeyLen.
 func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 
 // WithShards sets the number of shards, rounded up to a power of two.
@@ -120,8 +126,12 @@ func New(opts ...Option) *Store {
 	for _, o := range opts {
 		o(&c)
 	}
-	c.maxKeys = max(c.maxKeys, 1)
-	c.maxKeyLen = max(c.maxKeyLen, 1)
+	if c.maxKeys <= 0 {
+		c.maxKeys = DefaultMaxKeys
+	}
+	if c.maxKeyLen <= 0 {
+		c.maxKeyLen = DefaultMaxKeyLen
+	}
 	if c.shards <= 0 {
 		c.shards = max(64, 16*runtime.GOMAXPROCS(0))
 	}
@@ -129,7 +139,10 @@ func New(opts ...Option) *Store {
 	for n < c.shards && n < 1<<16 {
 		n <<= 1
 	}
-	for n > 1 && n > c.maxKeys { // at least one key per shard
+	// The bound is kept per shard (maxKeys/shards each), so a skewed
+	// spread of keys can fill one shard early: keep shards large enough for
+	// that to cost little, with fewer shards for a small bound.
+	for n > 1 && c.maxKeys/n < minPerShard {
 		n >>= 1
 	}
 	s := &Store{

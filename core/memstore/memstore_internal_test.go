@@ -253,3 +253,21 @@ func TestScopesOfOneKeyAreChainedAndRemovedAlone(t *testing.T) {
 		t.Errorf("Sweep() = %d, Len() = %d; want 2 and 0", n, s.Len())
 	}
 }
+
+// A small bound still holds about that many keys (fewer shards), and a
+// bound of zero or less is the default, not a store that forgets everyone.
+func TestSmallAndZeroMaxKeys(t *testing.T) {
+	lim := core.PerMinute(3)
+	for _, tc := range []struct {
+		max, keys, atLeast int
+	}{{100, 200, 90}, {0, 5000, 5000}, {-1, 5000, 5000}} {
+		s := New(WithMaxKeys(tc.max), WithSweepInterval(0))
+		for i := range tc.keys {
+			take(t, s, fmt.Sprintf("k%d", i), lim)
+		}
+		if n := s.Len(); n < tc.atLeast || (tc.max > 0 && n > tc.max) {
+			t.Errorf("WithMaxKeys(%d) after %d keys: Len() = %d, want between %d and %d", tc.max, tc.keys, n, tc.atLeast, max(tc.max, tc.keys))
+		}
+		s.Close()
+	}
+}

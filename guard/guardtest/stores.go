@@ -15,7 +15,9 @@ var ErrStore = errors.New("guardtest: store exploded at 10.0.0.7:6379 (secret de
 
 // FailingStore is a core.Store whose every operation fails with Err
 // (ErrStore when nil).
-type FailingStore struct{ Err error }
+type FailingStore struct {
+	Err error // the error of every operation; nil means ErrStore
+}
 
 // Apply implements core.Store.
 func (s FailingStore) Apply(context.Context, core.Op) (core.Decision, error) {
