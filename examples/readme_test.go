@@ -25,7 +25,7 @@ import (
 )
 
 // limiters is the README's common setup.
-func limiters() (*core.Limiter, *core.Limiter) {
+func limiters() (*core.Limiter, *core.Limiter, *core.Limiter) {
 	// README: limiters
 	store := memstore.New()
 	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100))
@@ -38,14 +38,17 @@ func limiters() (*core.Limiter, *core.Limiter) {
 	if err != nil {
 		log.Fatal(err)
 	}
+	userLim, err := core.New(store, core.PerHour(1000).Named("per-user"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	// README: end
-	return lim, searchLim
+	return lim, searchLim, userLim
 }
 
 func Example_gin() {
-	lim, searchLim := limiters()
+	lim, searchLim, userLim := limiters()
 	var search, me gin.HandlerFunc
-	var userLim *core.Limiter
 	// README: gin
 	r := gin.New()
 	r.Use(ginlimit.New(lim))                                                 // whole app, per client IP
@@ -57,7 +60,7 @@ func Example_gin() {
 }
 
 func Example_echo() {
-	lim, searchLim := limiters()
+	lim, searchLim, _ := limiters()
 	var search echo.HandlerFunc
 	// README: echo
 	e := echo.New()
@@ -67,7 +70,7 @@ func Example_echo() {
 }
 
 func Example_fiber() {
-	lim, searchLim := limiters()
+	lim, searchLim, _ := limiters()
 	var search fiber.Handler
 	// README: fiber
 	app := fiber.New()
@@ -77,7 +80,7 @@ func Example_fiber() {
 }
 
 func Example_nethttp() {
-	lim, searchLim := limiters()
+	lim, searchLim, _ := limiters()
 	var hello, search http.Handler
 	// README: net/http
 	mux := http.NewServeMux()
@@ -88,7 +91,7 @@ func Example_nethttp() {
 }
 
 func Example_chi() {
-	lim, searchLim := limiters()
+	lim, searchLim, _ := limiters()
 	var search http.HandlerFunc
 	// README: chi
 	r := chi.NewRouter()
