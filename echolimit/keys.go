@@ -3,7 +3,6 @@ package echolimit
 import (
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/labstack/echo/v4"
 
@@ -57,34 +56,11 @@ func KeyFunc(fn func(c echo.Context) (string, error)) keyfuncs.Func {
 // matching keyfuncs.ErrKeyTooLong. For other types (a *jwt.Token, say),
 // derive the key with WithKeyFunc.
 func Value(key string) keyfuncs.Func {
-	what := fmt.Sprintf("echo context value %q", key)
-	errMissing := fmt.Errorf("%w: %s is missing or empty", keyfuncs.ErrNoKey, what)
-	errLong := fmt.Errorf("%w: %s is longer than %d bytes", keyfuncs.ErrKeyTooLong, what, keyfuncs.MaxKeyLen)
-	return func(r keyfuncs.Request) (string, error) {
+	return keyfuncs.Lookup(fmt.Sprintf("echo context value %q", key), func(r keyfuncs.Request) (any, error) {
 		c := Context(r)
 		if c == nil {
-			return "", errNotEcho
+			return nil, errNotEcho
 		}
-		var s string
-		switch v := c.Get(key).(type) {
-		case nil:
-			return "", errMissing
-		case string:
-			s = v
-		case fmt.Stringer:
-			if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-				return "", errMissing
-			}
-			s = v.String()
-		default:
-			return "", fmt.Errorf("%w: %s has type %T, want string or fmt.Stringer", keyfuncs.ErrNoKey, what, v)
-		}
-		switch {
-		case s == "":
-			return "", errMissing
-		case len(s) > keyfuncs.MaxKeyLen:
-			return "", errLong
-		}
-		return s, nil
-	}
+		return c.Get(key), nil
+	})
 }

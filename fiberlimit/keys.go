@@ -2,7 +2,6 @@ package fiberlimit
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -59,34 +58,15 @@ var (
 // matching keyfuncs.ErrKeyTooLong. The key is copied. It is
 // keyfuncs.ContextValue for fiber's request-scoped values.
 func Locals(key any) keyfuncs.Func {
-	what := fmt.Sprintf("fiber local %#v", key)
-	errMissing := fmt.Errorf("%w: %s is missing or empty", keyfuncs.ErrNoKey, what)
-	errLong := fmt.Errorf("%w: %s is longer than %d bytes", keyfuncs.ErrKeyTooLong, what, keyfuncs.MaxKeyLen)
-	return func(r keyfuncs.Request) (string, error) {
+	fn := keyfuncs.Lookup(fmt.Sprintf("fiber local %#v", key), func(r keyfuncs.Request) (any, error) {
 		c := Ctx(r)
 		if c == nil {
-			return "", errNotFiber
+			return nil, errNotFiber
 		}
-		var s string
-		switch v := c.Locals(key).(type) {
-		case nil:
-			return "", errMissing
-		case string:
-			s = v
-		case fmt.Stringer:
-			if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-				return "", errMissing
-			}
-			s = v.String()
-		default:
-			return "", fmt.Errorf("%w: %s has type %T, want string or fmt.Stringer", keyfuncs.ErrNoKey, what, v)
-		}
-		switch {
-		case s == "":
-			return "", errMissing
-		case len(s) > keyfuncs.MaxKeyLen:
-			return "", errLong
-		}
-		return strings.Clone(s), nil
+		return c.Locals(key), nil
+	})
+	return func(r keyfuncs.Request) (string, error) {
+		k, err := fn(r)
+		return strings.Clone(k), err // fasthttp may reuse the value's bytes
 	}
 }

@@ -77,12 +77,28 @@ func Static(s string) Func {
 // another type yields an error matching ErrNoKey; a value longer than
 // MaxKeyLen one matching ErrKeyTooLong.
 func ContextValue(key any) Func {
-	what := fmt.Sprintf("context value %#v", key)
+	return Lookup(fmt.Sprintf("context value %#v", key), func(r Request) (any, error) {
+		return r.Context().Value(key), nil
+	})
+}
+
+// Lookup returns a Func whose key is the value get finds for a request,
+// named what in errors: the building block of ContextValue and of the
+// adapters' keys from framework-scoped values (echo's c.Get, fiber's
+// c.Locals). The value must be a string or implement fmt.Stringer. A nil
+// value (or nil pointer), an empty string or a value of another type
+// yields an error matching ErrNoKey; a value longer than MaxKeyLen one
+// matching ErrKeyTooLong; an error from get is returned as is.
+func Lookup(what string, get func(Request) (any, error)) Func {
 	errMissing := fmt.Errorf("%w: %s is missing or empty", ErrNoKey, what)
 	errLong := fmt.Errorf("%w: %s is longer than %d bytes", ErrKeyTooLong, what, MaxKeyLen)
 	return func(r Request) (string, error) {
+		v, err := get(r)
+		if err != nil {
+			return "", err
+		}
 		var s string
-		switch v := r.Context().Value(key).(type) {
+		switch v := v.(type) {
 		case nil:
 			return "", errMissing
 		case string:
