@@ -29,6 +29,10 @@
 --          BucketedWindow), ident high 32 bits, ident low 32 bits, index in
 --          KEYS of its log (0 for algorithms without one)
 --
+-- Times until an instant are computed as (start·tick − now) + span·tick, not
+-- (start + span)·tick − now: each term is then below 2^53 even where the sum
+-- of now and the span is not.
+--
 -- Reply: 4 integers per limit, in order: allowed (1 or 0); when allowed the
 -- queueing delay µs (LeakyBucket; else 0), when denied the time µs until the
 -- cost could pass, -1 for never; units remaining after the operation; µs
@@ -71,13 +75,104 @@ local margin = tonumber(ARGV[5])
 local debtf = tonumber(ARGV[6])
 local n = tonumber(ARGV[7])
 
--- A retried operation that already went through returns its first reply.
-if opttl > 0 then
+local RECORD = '<I4I4ddd'
+
+-- Operation records (KEYS[2], when opttl > 0). A retried operation that
+-- already went through returns its first reply, and changes nothing. The
+-- record is looked up before the first write: at the start when the op has a
+-- log (which is written as the decision is made), else once the decision is
+-- known, by claim.
+
+local function replay(rec)
+	local out, pos = {}, 1
+	for j = 1, 4 * n do
+		out[j], pos = unpack('<d', rec, pos)
+	end
+	return out
+end
+
+-- claim runs before anything is written: a state-changing operation stores
+-- its reply under its id unless one is there already (SET NX, one call), and
+-- any other looks for one; a reply found is that of an earlier run of the
+-- same command, which the caller returns instead of writing anything.
+local function claim(write, out)
+	if write then
+		local parts = {}
+		for j = 1, #out do parts[j] = pack('<d', out[j]) end
+		if redis.call('SET', KEYS[2], table.concat(parts), 'PX', opttl, 'NX') then return nil end
+	end
 	local rec = redis.call('GET', KEYS[2])
-	if rec then
-		local out, pos = {}, 1
-		for j = 1, 4 * n do
-			out[j], pos = unpack('<d', rec, pos)
+	if rec then return replay(rec) end
+	return nil
+end
+
+local blob = redis.call('GET', KEYS[1])
+
+-- The fast path: one GCRA or LeakyBucket limit, a Take or a Peek, and no
+-- state for other layouts of the key. The same steps as the general path
+-- below (fresh, roll, need, add, report, store), inlined on locals.
+local alg1 = tonumber(ARGV[8])
+if n == 1 and kind <= PEEK and (alg1 == GCRA or alg1 == LEAKY) then
+	local idh, idl = tonumber(ARGV[15]), tonumber(ARGV[16])
+	local h, l, A, B, C
+	if blob then
+		if #blob == 32 then h, l, A, B, C = unpack(RECORD, blob) end
+	end
+	if not blob or (h == idh and l == idl) then
+		local q, cap, tick, pt = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+		local m = debtf * cap
+		local limit = m * pt
+		local tt = now
+		if tick ~= 1 then tt = fdiv(now, tick) end
+		if not blob then A, B, C = tt, 0, 0 end -- fresh
+		if B >= q then B = q - 1 end -- roll
+		if A < tt then A, B = tt, 0 end
+		local function gdebt()
+			local dt = A - tt
+			if dt > fdiv(limit, q) then return limit, true end
+			local x = dt * q
+			if B > limit - x then return limit, true end
+			return x + B, false
+		end
+		local ok, wait = true, 0 -- need
+		if cost > cap then
+			ok, wait = false, -1
+		else
+			local debt = gdebt()
+			local excess = debt + (cost - cap) * pt
+			if excess > 0 then
+				ok, wait = false, tt * tick - now + cdiv(excess, q) * tick
+			elseif alg1 == LEAKY and debt > 0 then
+				wait = max(tt * tick - now + cdiv(debt, q) * tick, 0)
+			end
+		end
+		local write = kind == TAKE and ok
+		if write then -- add
+			local d = min(cost, m)
+			if d ~= 0 then
+				local debt, over = gdebt()
+				if not over then
+					debt = min(debt + d * pt, limit)
+					A, B = tt + fdiv(debt, q), fmod(debt, q)
+				end
+			end
+		end
+		local debt = gdebt() -- report
+		local rem, reset = max(fdiv(cap * pt - debt, pt), 0), 0
+		if debt ~= 0 then reset = tt * tick - now + cdiv(debt, q) * tick end
+		local out = { ok and 1 or 0, wait, rem, reset }
+		if opttl > 0 then
+			local r = claim(write, out)
+			if r then return r end
+		end
+		local keep = max(reset, 0)
+		if keep == 0 then
+			if blob then redis.call('DEL', KEYS[1]) end
+		else
+			local rec = pack(RECORD, idh, idl, A, B, C)
+			if write or rec ~= blob then
+				redis.call('SET', KEYS[1], rec, 'PX', cdiv(keep, 1000) + margin)
+			end
 		end
 		return out
 	end
@@ -89,11 +184,12 @@ end
 -- length, entries dropped from its head since it was read, entries read (by
 -- index in the stored list, from 0) and whether it is stale (belongs to a
 -- discarded state). Functions take the table: no upvalues to capture.
-local L = {}
+local L, haslog = {}, false
 for i = 1, n do
 	local b = 8 + 10 * (i - 1)
 	local cap, tick, pt = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
 	local k = tonumber(ARGV[b + 9])
+	haslog = haslog or k > 0
 	-- Every field in the constructor: one allocation.
 	L[i] = {
 		alg = tonumber(ARGV[b]), q = tonumber(ARGV[b + 1]), cap = cap, tick = tick, pt = pt,
@@ -159,8 +255,11 @@ end
 -- Each limit takes the first record of its ident not taken by an earlier
 -- one; a limit without one starts fresh.
 
-local RECORD = '<I4I4ddd'
-local blob = redis.call('GET', KEYS[1])
+if opttl > 0 and haslog then
+	local rec = redis.call('GET', KEYS[2])
+	if rec then return replay(rec) end
+end
+
 local old, nold = {}, 0 -- stored records: position in blob, or false once taken
 if blob and #blob % 32 == 0 then
 	for pos = 1, #blob, 32 do
@@ -298,15 +397,15 @@ local function need(s, c)
 		return false, -1
 	elseif alg == TOKEN then
 		if s.A >= c * s.pt then return true, 0 end
-		return false, (s.B + cdiv(c * s.pt - s.A, s.q)) * s.tick - now
+		return false, s.B * s.tick - now + cdiv(c * s.pt - s.A, s.q) * s.tick
 	end
 	local tt, debt = s.tt, gdebt(s)
 	local excess = debt + (c - s.cap) * s.pt
 	if excess > 0 then
-		return false, (tt + cdiv(excess, s.q)) * s.tick - now
+		return false, tt * s.tick - now + cdiv(excess, s.q) * s.tick
 	end
 	if alg == LEAKY and debt > 0 then
-		return true, max((tt + cdiv(debt, s.q)) * s.tick - now, 0)
+		return true, max(tt * s.tick - now + cdiv(debt, s.q) * s.tick, 0)
 	end
 	return true, 0
 end
@@ -412,12 +511,12 @@ local function report(s)
 		local full = s.cap * s.pt
 		local rem = max(fdiv(s.A, s.pt), 0)
 		if s.A >= full then return rem, 0 end
-		return rem, (s.B + cdiv(full - s.A, q)) * s.tick - now
+		return rem, s.B * s.tick - now + cdiv(full - s.A, q) * s.tick
 	end
 	local debt = gdebt(s)
 	local rem = max(fdiv(s.cap * s.pt - debt, s.pt), 0)
 	if debt == 0 then return rem, 0 end
-	return rem, (s.tt + cdiv(debt, q)) * s.tick - now
+	return rem, s.tt * s.tick - now + cdiv(debt, q) * s.tick
 end
 
 -- core.Step: check every limit, then change each only if all allow (Take),
@@ -472,6 +571,11 @@ for i = 1, n do
 	end
 end
 
+if opttl > 0 and not haslog then
+	local r = claim(write, out)
+	if r then return r end
+end
+
 -- Store the op's records first, in order, then the other layouts' (at
 -- most 16 in all, memstore's bound). The key lives until every state is
 -- replenished: the op's, and the others' as their TTL had it.
@@ -492,7 +596,7 @@ else
 		redis.call('SET', KEYS[1], rec, 'PX', ttl)
 	end
 end
-if write and opttl > 0 then
+if write and opttl > 0 and haslog then
 	local parts = {}
 	for j = 1, #out do parts[j] = pack('<d', out[j]) end
 	redis.call('SET', KEYS[2], table.concat(parts), 'PX', opttl)

@@ -51,6 +51,60 @@ func TestSameOperationTwiceChargesOnce(t *testing.T) {
 	}
 }
 
+// TestSameTakeTwiceRepliesOnce runs one Take that empties the limit twice,
+// on every path of the script (one GCRA limit, limits without a log, limits
+// with one): the second run, which alone would be denied, returns the first
+// reply, allowed, and charges nothing.
+func TestSameTakeTwiceRepliesOnce(t *testing.T) {
+	c := newClient(t)
+	s := newStore(t, c)
+	ctx := context.Background()
+	for name, limits := range map[string][]core.Limit{
+		"gcra":         {core.PerMinute(10).WithAlgorithm(core.GCRA)},
+		"leaky":        {core.PerMinute(10).WithAlgorithm(core.LeakyBucket)},
+		"without logs": {core.PerMinute(10).WithAlgorithm(core.GCRA), core.PerMinute(10).WithAlgorithm(core.FixedWindow)},
+		"with a log":   {core.PerMinute(10).WithAlgorithm(core.GCRA), core.PerMinute(10).WithAlgorithm(core.SlidingLog)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			key := "brim-" + name
+			if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
+				t.Fatal(err)
+			}
+			op := core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 6}
+			keys, args := s.command(&op)
+			first, err := run(ctx, c, keys, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := run(ctx, c, keys, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(first, again) {
+				t.Errorf("second run = %v, want the first's reply %v", again, first)
+			}
+			if vals := first.([]any); vals[0] != int64(1) {
+				t.Errorf("first run = %v, want allowed", first)
+			}
+			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Remaining != 0 {
+				t.Errorf("after 4 charged and Take(6) run twice: Remaining = %d, want 0", d.Remaining)
+			}
+			// A different operation is not mistaken for the first.
+			d, err = s.Apply(ctx, core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				t.Errorf("Take(1) on an empty limit allowed: %+v", d)
+			}
+		})
+	}
+}
+
 // TestRetryAfterReadTimeout makes go-redis really retry: the shared server
 // is paused (SIGSTOP) longer than the client's ReadTimeout, so the command
 // times out and is sent again on new connections while the first copies
