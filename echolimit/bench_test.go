@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/echolimit"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
@@ -66,15 +66,7 @@ func router(mw ...echo.MiddlewareFunc) *echo.Echo {
 	return e
 }
 
-func requests(n int) []*http.Request {
-	reqs := make([]*http.Request, n)
-	for i := range reqs {
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
-		reqs[i] = r
-	}
-	return reqs
-}
+func requests(n int) []*http.Request { return guardtest.Requests(n, "/") }
 
 func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
 	b.Helper()

@@ -13,24 +13,7 @@ import (
 	"github.com/tollgate/tollgate/guard/guardtest"
 )
 
-// newLimiter returns a limiter over st (a fresh memstore when nil) on a
-// clock fixed at guardtest.Epoch.
-func newLimiter(t testing.TB, st core.Store, limits ...core.Limit) *core.Limiter {
-	t.Helper()
-	clock := guardtest.NewClock(guardtest.Epoch)
-	if st == nil {
-		st = newMemstore(t)
-	}
-	opts := []core.Option{core.WithClock(clock)}
-	for _, l := range limits {
-		opts = append(opts, l)
-	}
-	lim, err := core.New(st, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lim
-}
+var newLimiter = guardtest.NewLimiter
 
 // newMemstore returns a memstore that does not sweep, closed with t.
 func newMemstore(t testing.TB) *memstore.Store {

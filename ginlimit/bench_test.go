@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/ginlimit"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
@@ -58,16 +58,7 @@ func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
 	}
 }
 
-// requests returns n requests from n distinct clients.
-func requests(n int) []*http.Request {
-	reqs := make([]*http.Request, n)
-	for i := range reqs {
-		r := httptest.NewRequest(http.MethodGet, "/items/42", nil)
-		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
-		reqs[i] = r
-	}
-	return reqs
-}
+func requests(n int) []*http.Request { return guardtest.Requests(n, "/items/42") }
 
 // BenchmarkMiddleware compares a gin router with no middleware with the
 // same router behind one limit: draft-11 headers, memstore, one client.

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 	"github.com/tollgate/tollgate/nethttp"
 )
@@ -51,15 +51,7 @@ func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
 	}
 }
 
-func requests(n int) []*http.Request {
-	reqs := make([]*http.Request, n)
-	for i := range reqs {
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
-		reqs[i] = r
-	}
-	return reqs
-}
+func requests(n int) []*http.Request { return guardtest.Requests(n, "/") }
 
 // BenchmarkMiddleware compares a bare handler with the same handler behind
 // the middleware: one limit, draft-11 headers, memstore, one client.

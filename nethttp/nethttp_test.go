@@ -13,31 +13,13 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
-	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 	"github.com/tollgate/tollgate/nethttp"
 )
 
-func newLimiter(t *testing.T, st core.Store, limits ...core.Limit) *core.Limiter {
-	t.Helper()
-	clock := guardtest.NewClock(guardtest.Epoch)
-	if st == nil {
-		ms := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
-		t.Cleanup(func() { ms.Close() })
-		st = ms
-	}
-	opts := []core.Option{core.WithClock(clock)}
-	for _, l := range limits {
-		opts = append(opts, l)
-	}
-	lim, err := core.New(st, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lim
-}
+var newLimiter = guardtest.NewLimiter
 
 func fixed(n int64, name string) core.Limit {
 	return core.PerMinute(n).WithAlgorithm(core.FixedWindow).Named(name)
