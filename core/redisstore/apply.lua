@@ -178,6 +178,193 @@ if n == 1 and kind <= PEEK and (alg1 == GCRA or alg1 == LEAKY) then
 	end
 end
 
+-- The fast path for several limits: a Take or a Peek, every limit of an
+-- algorithm without a log, and the key's state exactly the op's records in
+-- order (or none). Then each limit takes the record at its own position, as
+-- the general path's matching would give, and no other layout is kept. The
+-- same steps as the general path (fresh, roll, need, add, report, store) on
+-- one flat table, without the per-limit tables and the closures.
+local function gdebtn(A, B, tt, q, limit)
+	local dt = A - tt
+	if dt > fdiv(limit, q) then return limit, true end
+	local x = dt * q
+	if B > limit - x then return limit, true end
+	return x + B, false
+end
+
+local W = 10 -- stride of st: alg, q, cap, tick, pt, tt, e, A, B, C
+if kind <= PEEK and (not blob or #blob == 32 * n) then
+	local st, out, fast, allowed = {}, {}, true, true
+	for i = 1, n do
+		local b = 8 + 10 * (i - 1)
+		local alg = tonumber(ARGV[b])
+		if alg == LOG or alg == BUCKETED then
+			fast = false
+			break
+		end
+		local A, B, C
+		if blob then
+			local h, l
+			h, l, A, B, C = unpack(RECORD, blob, 32 * (i - 1) + 1)
+			if h ~= tonumber(ARGV[b + 7]) or l ~= tonumber(ARGV[b + 8]) then
+				fast = false
+				break
+			end
+		end
+		local q, cap, tick, pt = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+		local p = pt * tick
+		local tt = now
+		if tick ~= 1 then tt = fdiv(now, tick) end
+		local e = 0
+		if not blob then -- fresh
+			A, B, C = 0, 0, 0
+			if alg == FIXED then
+				A = fdiv(now, p)
+			elseif alg == SLIDING then
+				A = fdiv(tt, pt)
+			elseif alg == TOKEN then
+				A, B = cap * pt, tt
+			else
+				A = tt
+			end
+		end
+		-- roll
+		if alg == FIXED then
+			if now >= (A + 1) * p then A, B = fdiv(now, p), 0 end
+		elseif alg == SLIDING then
+			local start = A * pt
+			if tt < start then
+				e = 0
+			elseif tt < start + pt then
+				e = tt - start
+			elseif tt < start + 2 * pt then
+				A, B, C = A + 1, C, 0
+				e = tt - start - pt
+			else
+				A, B, C = fdiv(tt, pt), 0, 0
+				e = tt - A * pt
+			end
+		elseif alg == TOKEN then
+			local full = cap * pt
+			A = min(A, full)
+			if tt > B then
+				if (tt - B) * q >= full - A then
+					A = full
+				else
+					A = A + (tt - B) * q
+				end
+				B = tt
+			end
+		else
+			if B >= q then B = q - 1 end
+			if A < tt then A, B = tt, 0 end
+		end
+		-- need
+		local ok, wait = true, 0
+		if cost > cap then
+			ok, wait = false, -1
+		elseif alg == FIXED then
+			if B + cost > q then ok, wait = false, (A + 1) * p - now end
+		elseif alg == SLIDING then
+			if B * (pt - e) + C * pt + cost * pt > q * pt then
+				local at
+				local r = q - C - cost
+				if r >= 0 and B > 0 and pt - fdiv(r * pt, B) < pt then
+					at = A * pt + pt - fdiv(r * pt, B)
+				else
+					local e2 = 0
+					if C > 0 then e2 = max(pt - fdiv((q - cost) * pt, C), 0) end
+					at = (A + 1) * pt + e2
+				end
+				ok, wait = false, at * tick - now
+			end
+		elseif alg == TOKEN then
+			if A < cost * pt then ok, wait = false, B * tick - now + cdiv(cost * pt - A, q) * tick end
+		else
+			local debt = gdebtn(A, B, tt, q, debtf * cap * pt)
+			local excess = debt + (cost - cap) * pt
+			if excess > 0 then
+				ok, wait = false, tt * tick - now + cdiv(excess, q) * tick
+			elseif alg == LEAKY and debt > 0 then
+				wait = max(tt * tick - now + cdiv(debt, q) * tick, 0)
+			end
+		end
+		allowed = allowed and ok
+		local j = W * (i - 1)
+		st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5] = alg, q, cap, tick, pt
+		st[j + 6], st[j + 7], st[j + 8], st[j + 9], st[j + 10] = tt, e, A, B, C
+		j = 4 * (i - 1)
+		out[j + 1], out[j + 2] = ok and 1 or 0, wait
+	end
+	if fast then
+		local write = kind == TAKE and allowed
+		local keep, recs = 0, {}
+		for i = 1, n do
+			local j = W * (i - 1)
+			local alg, q, cap, tick, pt = st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5]
+			local tt, e, A, B, C = st[j + 6], st[j + 7], st[j + 8], st[j + 9], st[j + 10]
+			local m = debtf * cap
+			if write then -- add
+				local d = min(cost, m)
+				if d ~= 0 then
+					if alg == FIXED then
+						B = min(max(B + d, 0), m)
+					elseif alg == SLIDING then
+						C = min(C + d, m)
+					elseif alg == TOKEN then
+						A = max(A - d * pt, cap * pt - m * pt)
+					else
+						local debt, over = gdebtn(A, B, tt, q, m * pt)
+						if not over then
+							debt = min(debt + d * pt, m * pt)
+							A, B = tt + fdiv(debt, q), fmod(debt, q)
+						end
+					end
+				end
+			end
+			local rem, reset = q, 0 -- report
+			if alg == FIXED then
+				if B ~= 0 then rem, reset = max(q - B, 0), (A + 1) * (pt * tick) - now end
+			elseif alg == SLIDING then
+				rem = q - C
+				if B > 0 then rem = rem - cdiv(B * (pt - e), pt) end
+				rem = max(rem, 0)
+				if C > 0 then
+					reset = (A + 2) * pt * tick - now
+				elseif B > 0 then
+					reset = (A + 1) * pt * tick - now
+				end
+			elseif alg == TOKEN then
+				local full = cap * pt
+				rem = max(fdiv(A, pt), 0)
+				if A < full then reset = B * tick - now + cdiv(full - A, q) * tick end
+			else
+				local debt = gdebtn(A, B, tt, q, m * pt)
+				rem = max(fdiv(cap * pt - debt, pt), 0)
+				if debt ~= 0 then reset = tt * tick - now + cdiv(debt, q) * tick end
+			end
+			local k = 4 * (i - 1)
+			out[k + 3], out[k + 4] = rem, reset
+			keep = max(keep, reset)
+			local b = 8 + 10 * (i - 1)
+			recs[i] = pack(RECORD, tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8]), A, B, C)
+		end
+		if opttl > 0 then
+			local r = claim(write, out)
+			if r then return r end
+		end
+		if keep == 0 then
+			if blob then redis.call('DEL', KEYS[1]) end
+		else
+			local rec = table.concat(recs)
+			if write or rec ~= blob then
+				redis.call('SET', KEYS[1], rec, 'PX', cdiv(keep, 1000) + margin)
+			end
+		end
+		return out
+	end
+end
+
 -- One table per limit: its parameters (core.Params), its state (core.State:
 -- A, B, C), the call's position (tt: now in ticks; e: SlidingWindow ticks
 -- into the window) and, for logs, the view of the stored list: its key,

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -57,7 +58,13 @@ type Store struct {
 
 	batch  *batcher // nil when batching is off
 	closed atomic.Bool
-	once   sync.Once
+
+	// The ARGV of the limits of an op without logs, boxed once (see
+	// limitArgs), by the address and length of op.Limits: a Limiter passes
+	// the same slice to every call. At most maxArgCache entries.
+	argCache sync.Map // argKey → *argEntry
+	argCount atomic.Int64
+	once     sync.Once
 }
 
 // Defaults of the options.
@@ -221,6 +228,9 @@ func (s *Store) command(op *core.Op) (keys []string, args []any) {
 	} else {
 		args[3] = 0
 	}
+	if a := s.limitArgs(op.Limits); a != nil {
+		return keys, append(args, a...)
+	}
 	for i := range op.Limits {
 		p, _ := op.Limits[i].Params() // op is valid
 		logIdx := 0
@@ -238,6 +248,56 @@ func (s *Store) command(op *core.Op) (keys []string, args []any) {
 			p.Precision, p.Buckets, int64(p.Ident>>32), int64(p.Ident&math.MaxUint32), logIdx)
 	}
 	return keys, args
+}
+
+// maxArgCache bounds the limit layouts whose ARGV a Store keeps (a caller
+// building a new slice of limits per call would otherwise grow the cache).
+const maxArgCache = 1024
+
+type argKey struct {
+	p *core.Limit
+	n int
+}
+
+type argEntry struct {
+	limits []core.Limit // a copy: the slice's contents when the entry was made
+	args   []any        // nil: the limits have a log (its KEYS index varies)
+}
+
+// limitArgs returns the ARGV of limits, boxed once and shared (callers
+// append it, never change it), or nil when they must be formatted: limits
+// with a log, or not cached. A cached entry is used only while the slice
+// still holds the limits it was made for.
+func (s *Store) limitArgs(limits []core.Limit) []any {
+	k := argKey{unsafe.SliceData(limits), len(limits)}
+	if v, ok := s.argCache.Load(k); ok {
+		e := v.(*argEntry)
+		for i := range limits {
+			if limits[i] != e.limits[i] {
+				return nil
+			}
+		}
+		return e.args
+	}
+	if s.argCount.Load() >= maxArgCache {
+		return nil
+	}
+	e := &argEntry{limits: append([]core.Limit(nil), limits...)}
+	args := make([]any, 0, 10*len(limits))
+	for i := range limits {
+		p, _ := limits[i].Params() // the op is valid
+		if p.Algorithm == core.SlidingLog || p.Algorithm == core.BucketedWindow {
+			args = nil
+			break
+		}
+		args = append(args, int(p.Algorithm), p.Quota, p.Capacity, p.Tick, p.PeriodTicks,
+			p.Precision, p.Buckets, int64(p.Ident>>32), int64(p.Ident&math.MaxUint32), 0)
+	}
+	e.args = args
+	if _, loaded := s.argCache.LoadOrStore(k, e); !loaded {
+		s.argCount.Add(1)
+	}
+	return args
 }
 
 // run runs the script with EVALSHA, and with EVAL (which loads it) when
