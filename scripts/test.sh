@@ -17,18 +17,21 @@ modules=$(find . -name go.mod -not -path './.git/*' -not -path '*/testdata/*' | 
 failed=()
 
 work=$(mktemp -d)
-pids=()
 cleanup() {
-  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  if [ -f "$work/pids" ]; then
+    while read -r p; do kill "$p" 2>/dev/null || true; done < "$work/pids"
+    sleep 0.2
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 free_port() { # a loopback port whose cluster bus port (+10000) is free too
+  # Both stay below the kernel's ephemeral range (32768 and up by default),
+  # where outgoing connections hold ports that redis-server could not bind.
   local p
   for _ in $(seq 1 200); do
-    p=$(( (RANDOM % 20000) + 21000 ))
+    p=$(( (RANDOM % 12000) + 10000 ))
     if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && ! (exec 3<>/dev/tcp/127.0.0.1/$((p+10000))) 2>/dev/null; then
       echo "$p"; return 0
     fi
@@ -36,12 +39,34 @@ free_port() { # a loopback port whose cluster bus port (+10000) is free too
   echo "no free port" >&2; return 1
 }
 
-wait_ping() {
+wait_ping() { # port logfile
   for _ in $(seq 1 100); do
     redis-cli -p "$1" ping >/dev/null 2>&1 && return 0
     sleep 0.1
   done
-  echo "redis-server on port $1 did not start" >&2; return 1
+  echo "redis-server on port $1 did not start; its log:" >&2
+  tail -20 "$2" >&2 2>/dev/null || true
+  return 1
+}
+
+# start_server DIR [ARGS...]: starts a redis-server with its files in DIR on
+# a free port, trying another port if it does not come up; prints the port.
+start_server() {
+  local dir=$1; shift
+  mkdir -p "$dir"
+  local port attempt
+  for attempt in 1 2 3; do
+    port=$(free_port) || return 1
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+      --logfile "$dir/log" --pidfile "$dir/pid" --daemonize yes "$@" >&2 || true
+    if wait_ping "$port" "$dir/log"; then
+      cat "$dir/pid" >> "$work/pids"
+      echo "$port"; return 0
+    fi
+    [ -f "$dir/pid" ] && kill "$(cat "$dir/pid")" 2>/dev/null
+    echo "retrying redis-server on another port (attempt $attempt failed)" >&2
+  done
+  return 1
 }
 
 start_redis() {
@@ -51,22 +76,14 @@ start_redis() {
     $sudo apt-get update -qq >/dev/null
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server redis-tools >/dev/null
   fi
-  local port; port=$(free_port)
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
-    --logfile "$work/single.log" --daemonize no &
-  pids+=($!); echo "$!" > "$work/single.pid"
-  wait_ping "$port"
+  local port
+  port=$(start_server "$work/single") || return 1
   export TOLLGATE_REDIS_ADDR="127.0.0.1:$port"
-  export TOLLGATE_REDIS_PID_FILE="$work/single.pid"
+  export TOLLGATE_REDIS_PID_FILE="$work/single/pid"
 
   local addrs=()
   for i in 1 2 3; do
-    port=$(free_port)
-    mkdir -p "$work/c$i"
-    redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes --cluster-config-file "$work/c$i/nodes.conf" \
-      --save '' --appendonly no --dir "$work/c$i" --logfile "$work/c$i/log" --daemonize no &
-    pids+=($!)
-    wait_ping "$port"
+    port=$(start_server "$work/c$i" --cluster-enabled yes --cluster-config-file "$work/c$i/nodes.conf") || return 1
     addrs+=("127.0.0.1:$port")
   done
   redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$work/cluster-create.log" 2>&1
