@@ -241,7 +241,7 @@ func TestKeyFromAPreviousMiddleware(t *testing.T) {
 		}{
 			{"alice", `"per-ip";r=2;t=60, "per-user";r=0;t=60`, 200},
 			{"", `"per-ip";r=1;t=60`, 200},
-			{"alice", `"per-ip";r=0;t=60, "per-user";r=0;t=60`, 429}, // per-ip took 1, then refunded it
+			{"alice", `"per-ip";r=1;t=60, "per-user";r=0;t=60`, 429}, // per-ip took 1, then refunded it: r after the refund
 			{"", `"per-ip";r=0;t=60`, 200},                           // so this one fits
 			{"", `"per-ip";r=0;t=60`, 429},
 		}

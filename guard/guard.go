@@ -269,15 +269,23 @@ func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
 	for i := range ts {
 		t := &ts[i]
 		lim := g.rules[t.rule].lim
+		var d core.Decision
 		var err error
 		if diff > 0 {
-			_, err = lim.Charge(ctx, t.key, diff)
+			d, err = lim.Charge(ctx, t.key, diff)
 		} else {
-			_, err = lim.Refund(ctx, t.key, -diff)
+			d, err = lim.Refund(ctx, t.key, -diff)
 		}
-		if err != nil && g.hookError != nil {
-			g.hookError(r, &guardError{ErrLimiter, err})
+		if err != nil {
+			if g.hookError != nil {
+				g.hookError(r, &guardError{ErrLimiter, err})
+			}
+			continue
 		}
+		// Headers written after this (a denial by a later rule) show the
+		// state after the refund.
+		t.d.Remaining, t.d.ResetAfter, t.d.States = d.Remaining, d.ResetAfter, d.States
+		t.d.Limit = d.Limit
 	}
 }
 

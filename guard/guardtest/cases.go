@@ -137,8 +137,10 @@ func Cases() []Case {
 			Steps: []Step{
 				{Header: map[string]string{"X-User": "alice"}, Status: 200, Body: "ok", Want: header(
 					hPolicy, `"per-ip";q=3;w=60, "per-user";q=1;w=60`, hLimit, `"per-ip";r=2;t=60, "per-user";r=0;t=60`)},
+				// per-ip took this request's unit and gave it back when
+				// per-user denied: its item shows the state after the refund.
 				{Header: map[string]string{"X-User": "alice"}, Status: 429, Body: Problem429(60, "per-user"), Want: header(
-					hPolicy, `"per-ip";q=3;w=60, "per-user";q=1;w=60`, hLimit, `"per-ip";r=1;t=60, "per-user";r=0;t=60`, hRetry, "60")},
+					hPolicy, `"per-ip";q=3;w=60, "per-user";q=1;w=60`, hLimit, `"per-ip";r=2;t=60, "per-user";r=0;t=60`, hRetry, "60")},
 				// 3 − alice − this = 1: alice's denied request was refunded.
 				{Status: 200, Body: "ok", Want: header(hPolicy, `"per-ip";q=3;w=60`, hLimit, `"per-ip";r=1;t=60`)},
 				{Header: map[string]string{"X-User": "bob"}, Status: 200, Body: "ok", Want: header(hLimit, `"per-ip";r=0;t=60, "per-user";r=0;t=60`)},
@@ -247,7 +249,8 @@ func Cases() []Case {
 			Steps: []Step{
 				{Status: 200, Body: "ok", Want: header(hPolicy, `"leaky";q=100;w=1`, hLimit, `"leaky";r=99;t=1`)},
 				{Status: 200, Body: "ok", Want: header(hLimit, `"leaky";r=98;t=1`)},
-				{Status: 429, Body: Problem429(1, "leaky"), Want: header(hLimit, `"leaky";r=97;t=1`, hRetry, "1")},
+				// Queued past the max delay: denied, and its unit refunded.
+				{Status: 429, Body: Problem429(1, "leaky"), Want: header(hLimit, `"leaky";r=98;t=1`, hRetry, "1")},
 				{Advance: time.Second, Status: 200, Body: "ok", Want: header(hLimit, `"leaky";r=99;t=1`)},
 			},
 		},
