@@ -48,9 +48,11 @@
 // # Several limits
 //
 // Two Tollgate middlewares on one request (one app-wide, one on a route)
-// each decide and count, but the inner one's RateLimit headers replace the
-// outer one's. To advertise every limit, put them in one middleware, with
-// several limits on a Limiter or with WithRule (per IP and per user, say).
+// each decide and count; the inner one appends its items to the outer
+// one's RateLimit-Policy and RateLimit lists, so the client sees both. The
+// app-wide one counts a request the route's limit then denies, unless it
+// has WithRefundOn(guard.NotPassed). Several limits on one Limiter, or
+// WithRule (per IP and per user, say), decide all at once instead.
 //
 // # Settling after the handler
 //

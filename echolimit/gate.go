@@ -89,6 +89,14 @@ func (x *gate) SetHeader(name, value string) {
 	h[name] = []string{value}
 }
 
+// GetHeader implements guard.HeaderGetter. name is canonical.
+func (x *gate) GetHeader(name string) string {
+	if v := x.c.Response().Header()[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // WriteResponse implements guard.Writer, through echo's Response so that
 // its Status, Size and Committed are kept.
 func (x *gate) WriteResponse(status int, body []byte) error {
@@ -97,3 +105,5 @@ func (x *gate) WriteResponse(status int, body []byte) error {
 	_, err := res.Write(body)
 	return err
 }
+
+var _ guard.HeaderGetter = (*gate)(nil)

@@ -119,6 +119,10 @@ func (v view) Context() context.Context { return v.c.UserContext() }
 // SetHeader implements guard.Writer.
 func (v view) SetHeader(name, value string) { v.c.Response().Header.Set(name, value) }
 
+// GetHeader implements guard.HeaderGetter. The value is a copy: fasthttp
+// reuses its buffers.
+func (v view) GetHeader(name string) string { return string(v.c.Response().Header.Peek(name)) }
+
 // WriteResponse implements guard.Writer. The body is copied.
 func (v view) WriteResponse(status int, body []byte) error {
 	resp := v.c.Response()
@@ -143,3 +147,5 @@ func Ctx(r keyfuncs.Request) *fiber.Ctx {
 	}
 	return nil
 }
+
+var _ guard.HeaderGetter = view{}

@@ -55,6 +55,14 @@ func (x request) Context() context.Context { return x.c.Request.Context() }
 // assigned to the header map directly.
 func (x request) SetHeader(name, value string) { x.c.Writer.Header()[name] = []string{value} }
 
+// GetHeader implements guard.HeaderGetter. name is canonical.
+func (x request) GetHeader(name string) string {
+	if v := x.c.Writer.Header()[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // WriteResponse implements guard.Writer.
 func (x request) WriteResponse(status int, body []byte) error {
 	x.c.Writer.WriteHeader(status)
@@ -117,3 +125,5 @@ var (
 	errEmptyKey = fmt.Errorf("ginlimit: %w: the key function returned an empty key", keyfuncs.ErrNoKey)
 	errLongKey  = fmt.Errorf("ginlimit: %w: the key function returned more than %d bytes", keyfuncs.ErrKeyTooLong, keyfuncs.MaxKeyLen)
 )
+
+var _ guard.HeaderGetter = request{}

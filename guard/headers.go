@@ -139,9 +139,22 @@ func (g *Guard) setHeaders(w Writer, ts []taken, dn *Denial) {
 	if len(ts) > 0 {
 		switch g.style {
 		case HeadersDraft11:
-			w.SetHeader(HeaderRateLimitPolicy, g.policyValue(ts))
+			// Behind an outer middleware (app-wide, over a route's own),
+			// append to its lists: the client sees every policy it is under.
+			var outerPolicy, outerLimit string
+			if hg, ok := w.(HeaderGetter); ok {
+				outerPolicy, outerLimit = hg.GetHeader(HeaderRateLimitPolicy), hg.GetHeader(HeaderRateLimit)
+			}
+			policy := g.policyValue(ts)
+			if outerPolicy != "" {
+				policy = outerPolicy + ", " + policy
+			}
+			w.SetHeader(HeaderRateLimitPolicy, policy)
 			var buf [128]byte
 			b := buf[:0]
+			if outerLimit != "" {
+				b = append(append(b, outerLimit...), ", "...)
+			}
 			for i := range ts {
 				if i > 0 {
 					b = append(b, ", "...)

@@ -33,18 +33,27 @@ func TestStackedMiddlewaresCountOnlyPassingRequests(t *testing.T) {
 	mux.Handle("/", ok)
 	h := nethttp.New(app, nethttp.WithRefundOn(guard.NotPassed))(mux)
 
+	var last *httptest.ResponseRecorder
 	get := func(path string) int {
 		t.Helper()
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", path, nil)
 		req.RemoteAddr = "192.0.2.1:1234"
 		h.ServeHTTP(rec, req)
+		last = rec
 		return rec.Code
 	}
 	for i, want := range []int{200, 200, 429, 429, 429} { // search: 10 per minute at cost 5
 		if got := get("/search"); got != want {
 			t.Fatalf("search #%d = %d, want %d", i+1, got, want)
 		}
+	}
+	// The route's lists follow the app-wide middleware's: both policies show.
+	if got, want := last.Header().Get("RateLimit-Policy"), `"app";q=5;w=60, "search";q=10;w=60`; got != want {
+		t.Errorf("RateLimit-Policy = %q, want %q", got, want)
+	}
+	if got := last.Header().Get("RateLimit"); !strings.HasPrefix(got, `"app";r=2;t=`) || !strings.Contains(got, `, "search";r=0;t=`) {
+		t.Errorf("RateLimit = %q, want the app item (r=2: the denied searches were refunded) then the search item (r=0)", got)
 	}
 	// The app-wide limit counted the two searches that passed, not the three
 	// the route denied: 3 of its 5 units are left.

@@ -21,7 +21,10 @@ type writer struct {
 	bytes  int64
 }
 
-var _ guard.Writer = (*writer)(nil)
+var (
+	_ guard.Writer       = (*writer)(nil)
+	_ guard.HeaderGetter = (*writer)(nil)
+)
 
 // SetHeader implements guard.Writer. name is canonical.
 func (x *writer) SetHeader(name, value string) {
@@ -34,6 +37,14 @@ func (x *writer) SetHeader(name, value string) {
 		return
 	}
 	h[name] = []string{value}
+}
+
+// GetHeader implements guard.HeaderGetter. name is canonical.
+func (x *writer) GetHeader(name string) string {
+	if v := x.w.Header()[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // WriteResponse implements guard.Writer.
