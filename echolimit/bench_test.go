@@ -11,8 +11,6 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
-	"github.com/tollgate/tollgate/core"
-	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/echolimit"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
@@ -38,16 +36,7 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(code int)        { d.code = code }
 
-func benchLimiter(b *testing.B) *core.Limiter {
-	b.Helper()
-	st := memstore.New()
-	b.Cleanup(func() { st.Close() })
-	lim, err := core.New(st, core.Per(benchQuota, benchPeriod).Named("bench"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return lim
-}
+var benchLimiter = guardtest.BenchLimiter // a sliding window of benchQuota per benchPeriod
 
 // echoLimiter is echo's own middleware.RateLimiter with its memory store,
 // at the same rate and burst as benchLimiter.

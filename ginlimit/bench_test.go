@@ -5,39 +5,18 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/tollgate/tollgate/core"
-	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/ginlimit"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
-// discard is a ResponseWriter that keeps nothing, so that the benchmarks
-// measure the router and the middleware, not httptest.ResponseRecorder.
-type discard struct{ h http.Header }
+type discard = guardtest.Discard
 
-func (d *discard) Header() http.Header         { return d.h }
-func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discard) WriteHeader(int)             {}
-
-// benchLimiter admits every request of the benchmark: a quota no run
-// reaches, so that the memstore path is the common one (existing key,
-// allowed).
-func benchLimiter(b *testing.B) *core.Limiter {
-	b.Helper()
-	st := memstore.New()
-	b.Cleanup(func() { st.Close() })
-	lim, err := core.New(st, core.Per(1<<30, time.Hour).Named("bench"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return lim
-}
+var benchLimiter = guardtest.BenchLimiter
 
 // router returns a gin engine with one route, /items/:id, answering 204,
 // behind mw when there is one.
@@ -50,10 +29,10 @@ func router(mw ...gin.HandlerFunc) *gin.Engine {
 
 func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
 	b.Helper()
-	w := &discard{h: make(http.Header, 4)}
+	w := &discard{H: make(http.Header, 4)}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		clear(w.h)
+		clear(w.H)
 		h.ServeHTTP(w, reqs[i%len(reqs)])
 	}
 }
@@ -90,10 +69,10 @@ func BenchmarkMiddlewareParallel(b *testing.B) {
 	run := func(b *testing.B, h http.Handler) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			w := &discard{h: make(http.Header, 4)}
+			w := &discard{H: make(http.Header, 4)}
 			i := rand.IntN(len(reqs))
 			for pb.Next() {
-				clear(w.h)
+				clear(w.H)
 				h.ServeHTTP(w, reqs[i%len(reqs)])
 				i++
 			}

@@ -104,24 +104,7 @@ func (d *Denial) Problem() []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, p)
+		b = appendSFString(b, p) // for printable ASCII, an sf-string is a JSON string
 	}
 	return append(b, "]}"...)
-}
-
-// appendJSONString appends s, printable ASCII, as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20 || c > 0x7e:
-			b = append(b, '?')
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }

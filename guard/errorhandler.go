@@ -70,7 +70,7 @@ func DefaultErrorHandler(w Writer, _ keyfuncs.Request, err error) error {
 func errorProblem(status int) []byte {
 	b := make([]byte, 0, 80)
 	b = append(b, `{"type":"about:blank","title":`...)
-	b = appendJSONString(b, http.StatusText(status))
+	b = appendSFString(b, http.StatusText(status)) // printable ASCII: the same quoting as JSON
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	return append(b, '}')

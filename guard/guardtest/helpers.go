@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
@@ -43,3 +44,32 @@ func Requests(n int, path string) []*http.Request {
 	}
 	return reqs
 }
+
+// BenchLimiter returns a Limiter that admits every request of a benchmark:
+// a sliding window of 2^30 per hour named "bench", which no run reaches, on
+// a fresh memstore closed with b; so the path measured is the common one
+// (an existing key, allowed).
+func BenchLimiter(b testing.TB) *core.Limiter {
+	b.Helper()
+	st := memstore.New()
+	b.Cleanup(func() { st.Close() })
+	lim, err := core.New(st, core.Per(1<<30, time.Hour).Named("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
+// Discard is an http.ResponseWriter that keeps nothing but its headers, so
+// that benchmarks measure the router and middleware, not
+// httptest.ResponseRecorder. Clear H between requests.
+type Discard struct{ H http.Header }
+
+// Header implements http.ResponseWriter.
+func (d *Discard) Header() http.Header { return d.H }
+
+// Write implements http.ResponseWriter.
+func (d *Discard) Write(b []byte) (int, error) { return len(b), nil }
+
+// WriteHeader implements http.ResponseWriter.
+func (d *Discard) WriteHeader(int) {}
