@@ -9,34 +9,36 @@
 --          ident low 32 bits, A, B, C) (core.State)
 -- KEYS[2]  the operation's record, when ARGV[4] > 0: the reply of an
 --          operation already applied, so a retried command is not charged twice
--- KEYS[k]  the log of a SlidingLog or BucketedWindow limit (core.State.Log), a
---          list of struct '<dd' = (timestamp µs or bucket number, cost units),
---          oldest first; k is given per limit in ARGV. It belongs to the
---          limit's record: its key names the ident and the rank of the limit
---          among the op's limits of that ident, which is the record's rank
---          among the records of that ident.
+-- KEYS[k]  next (from k = 2, or 3 with a record), the logs of the op's
+--          SlidingLog and BucketedWindow limits (core.State.Log), one per such
+--          limit in the order of the limits: lists of struct '<dd' =
+--          (timestamp µs or bucket number, cost units), oldest first. A log
+--          belongs to its limit's record: its key names the ident and the rank
+--          of the limit among the op's limits of that ident, which is the
+--          record's rank among the records of that ident.
 --
 -- ARGV[1]  now, Unix µs; empty for the server's TIME
 -- ARGV[2]  kind: 0 take, 1 peek, 2 charge, 3 refund, 4 reset (core.Kind)
 -- ARGV[3]  cost, units (≥ 0)
 -- ARGV[4]  TTL of the operation's record (KEYS[2]), ms; 0: no record
--- ARGV[5]  TTL margin, ms, added to every key's time to full replenishment
--- ARGV[6]  core.DebtFactor
--- ARGV[7]  n, the number of limits
--- ARGV[8 + 10(i−1) …] limit i (core.Params): algorithm (core.Algorithm),
---          quota (units), capacity (units), tick (µs), period (ticks),
---          precision (µs, 0 but for BucketedWindow), buckets (0 but for
---          BucketedWindow), ident high 32 bits, ident low 32 bits, index in
---          KEYS of its log (0 for algorithms without one)
+-- ARGV[5]  the parameters, little-endian doubles: TTL margin (ms, added to
+--          every key's time to full replenishment), core.DebtFactor, n (the
+--          number of limits), then 9 per limit (core.Params): algorithm
+--          (core.Algorithm), quota (units), capacity (units), tick (µs),
+--          period (ticks), precision (µs, 0 but for BucketedWindow), buckets
+--          (0 but for BucketedWindow), ident high 32 bits, ident low 32 bits.
+--          They are the same for every call of a Limiter, so the client
+--          formats them once, and one struct.unpack reads a limit's.
 --
 -- Times until an instant are computed as (start·tick − now) + span·tick, not
 -- (start + span)·tick − now: each term is then below 2^53 even where the sum
 -- of now and the span is not.
 --
--- Reply: 4 integers per limit, in order: allowed (1 or 0); when allowed the
--- queueing delay µs (LeakyBucket; else 0), when denied the time µs until the
--- cost could pass, -1 for never; units remaining after the operation; µs
--- until fully replenished.
+-- Reply: a string of 4 little-endian doubles per limit, in order: allowed
+-- (1 or 0); when allowed the queueing delay µs (LeakyBucket; else 0), when
+-- denied the time µs until the cost could pass, -1 for never; units
+-- remaining after the operation; µs until fully replenished. (One string:
+-- cheaper to build here and to read in the client than an array.)
 
 local floor, min, max = math.floor, math.min, math.max
 local pack, unpack = struct.pack, struct.unpack
@@ -71,11 +73,27 @@ end
 local kind = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local opttl = tonumber(ARGV[4])
-local margin = tonumber(ARGV[5])
-local debtf = tonumber(ARGV[6])
-local n = tonumber(ARGV[7])
+local P = ARGV[5]
+local margin, debtf, n = unpack('<ddd', P)
 
 local RECORD = '<I4I4ddd'
+local OUT = '<dddd'
+
+-- limit returns the parameters of limit i: alg, q, cap, tick, pt, prec, nb,
+-- idh, idl.
+local LIMIT = '<ddddddddd'
+local function limit(i) return unpack(LIMIT, P, 25 + 72 * (i - 1)) end
+
+-- packout returns the reply for out, a table of 4 numbers per limit.
+local function packout(out)
+	if n == 1 then return pack(OUT, out[1], out[2], out[3], out[4]) end
+	local parts = {}
+	for i = 1, n do
+		local j = 4 * (i - 1)
+		parts[i] = pack(OUT, out[j + 1], out[j + 2], out[j + 3], out[j + 4])
+	end
+	return table.concat(parts)
+end
 
 -- Operation records (KEYS[2], when opttl > 0). A retried operation that
 -- already went through returns its first reply, and changes nothing. The
@@ -83,27 +101,15 @@ local RECORD = '<I4I4ddd'
 -- log (which is written as the decision is made), else once the decision is
 -- known, by claim.
 
-local function replay(rec)
-	local out, pos = {}, 1
-	for j = 1, 4 * n do
-		out[j], pos = unpack('<d', rec, pos)
-	end
-	return out
-end
-
 -- claim runs before anything is written: a state-changing operation stores
 -- its reply under its id unless one is there already (SET NX, one call), and
 -- any other looks for one; a reply found is that of an earlier run of the
 -- same command, which the caller returns instead of writing anything.
-local function claim(write, out)
+local function claim(write, reply)
 	if write then
-		local parts = {}
-		for j = 1, #out do parts[j] = pack('<d', out[j]) end
-		if redis.call('SET', KEYS[2], table.concat(parts), 'PX', opttl, 'NX') then return nil end
+		if redis.call('SET', KEYS[2], reply, 'PX', opttl, 'NX') then return nil end
 	end
-	local rec = redis.call('GET', KEYS[2])
-	if rec then return replay(rec) end
-	return nil
+	return redis.call('GET', KEYS[2]) or nil
 end
 
 local blob = redis.call('GET', KEYS[1])
@@ -111,15 +117,15 @@ local blob = redis.call('GET', KEYS[1])
 -- The fast path: one GCRA or LeakyBucket limit, a Take or a Peek, and no
 -- state for other layouts of the key. The same steps as the general path
 -- below (fresh, roll, need, add, report, store), inlined on locals.
-local alg1 = tonumber(ARGV[8])
+local alg1, q1, cap1, tick1, pt1, _, _, idh1, idl1 = limit(1)
 if n == 1 and kind <= PEEK and (alg1 == GCRA or alg1 == LEAKY) then
-	local idh, idl = tonumber(ARGV[15]), tonumber(ARGV[16])
+	local idh, idl = idh1, idl1
 	local h, l, A, B, C
 	if blob then
 		if #blob == 32 then h, l, A, B, C = unpack(RECORD, blob) end
 	end
 	if not blob or (h == idh and l == idl) then
-		local q, cap, tick, pt = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+		local q, cap, tick, pt = q1, cap1, tick1, pt1
 		local m = debtf * cap
 		local limit = m * pt
 		local tt = now
@@ -160,7 +166,7 @@ if n == 1 and kind <= PEEK and (alg1 == GCRA or alg1 == LEAKY) then
 		local debt = gdebt() -- report
 		local rem, reset = max(fdiv(cap * pt - debt, pt), 0), 0
 		if debt ~= 0 then reset = tt * tick - now + cdiv(debt, q) * tick end
-		local out = { ok and 1 or 0, wait, rem, reset }
+		local out = pack(OUT, ok and 1 or 0, wait, rem, reset)
 		if opttl > 0 then
 			local r = claim(write, out)
 			if r then return r end
@@ -192,12 +198,11 @@ local function gdebtn(A, B, tt, q, limit)
 	return x + B, false
 end
 
-local W = 10 -- stride of st: alg, q, cap, tick, pt, tt, e, A, B, C
+local W = 12 -- stride of st: alg, q, cap, tick, pt, tt, e, A, B, C, idh, idl
 if kind <= PEEK and (not blob or #blob == 32 * n) then
 	local st, out, fast, allowed = {}, {}, true, true
 	for i = 1, n do
-		local b = 8 + 10 * (i - 1)
-		local alg = tonumber(ARGV[b])
+		local alg, q, cap, tick, pt, _, _, idh, idl = limit(i)
 		if alg == LOG or alg == BUCKETED then
 			fast = false
 			break
@@ -206,12 +211,11 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 		if blob then
 			local h, l
 			h, l, A, B, C = unpack(RECORD, blob, 32 * (i - 1) + 1)
-			if h ~= tonumber(ARGV[b + 7]) or l ~= tonumber(ARGV[b + 8]) then
+			if h ~= idh or l ~= idl then
 				fast = false
 				break
 			end
 		end
-		local q, cap, tick, pt = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
 		local p = pt * tick
 		local tt = now
 		if tick ~= 1 then tt = fdiv(now, tick) end
@@ -293,6 +297,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 		local j = W * (i - 1)
 		st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5] = alg, q, cap, tick, pt
 		st[j + 6], st[j + 7], st[j + 8], st[j + 9], st[j + 10] = tt, e, A, B, C
+		st[j + 11], st[j + 12] = idh, idl
 		j = 4 * (i - 1)
 		out[j + 1], out[j + 2] = ok and 1 or 0, wait
 	end
@@ -346,11 +351,11 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 			local k = 4 * (i - 1)
 			out[k + 3], out[k + 4] = rem, reset
 			keep = max(keep, reset)
-			local b = 8 + 10 * (i - 1)
-			recs[i] = pack(RECORD, tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8]), A, B, C)
+			recs[i] = pack(RECORD, st[j + 11], st[j + 12], A, B, C)
 		end
+		local reply = packout(out)
 		if opttl > 0 then
-			local r = claim(write, out)
+			local r = claim(write, reply)
 			if r then return r end
 		end
 		if keep == 0 then
@@ -361,7 +366,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 				redis.call('SET', KEYS[1], rec, 'PX', cdiv(keep, 1000) + margin)
 			end
 		end
-		return out
+		return reply
 	end
 end
 
@@ -372,19 +377,20 @@ end
 -- index in the stored list, from 0) and whether it is stale (belongs to a
 -- discarded state). Functions take the table: no upvalues to capture.
 local L, haslog = {}, false
+local k = 1 -- KEYS index of the last log so far
+if opttl > 0 then k = 2 end
 for i = 1, n do
-	local b = 8 + 10 * (i - 1)
-	local cap, tick, pt = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-	local k = tonumber(ARGV[b + 9])
-	haslog = haslog or k > 0
+	local alg, q, cap, tick, pt, prec, nb, idh, idl = limit(i)
+	local log = alg == LOG or alg == BUCKETED
+	if log then k = k + 1 end
+	haslog = haslog or log
 	-- Every field in the constructor: one allocation.
 	L[i] = {
-		alg = tonumber(ARGV[b]), q = tonumber(ARGV[b + 1]), cap = cap, tick = tick, pt = pt,
+		alg = alg, q = q, cap = cap, tick = tick, pt = pt,
 		p = pt * tick, m = debtf * cap, -- m is core's debtCap
-		prec = tonumber(ARGV[b + 5]), nb = tonumber(ARGV[b + 6]),
-		idh = tonumber(ARGV[b + 7]), idl = tonumber(ARGV[b + 8]),
+		prec = prec, nb = nb, idh = idh, idl = idl,
 		A = false, B = 0, C = 0, tt = 0, e = 0, ok = false, wait = 0,
-		key = k > 0 and KEYS[k], len = 0, head = 0, cache = k > 0 and {}, stale = k > 0,
+		key = log and KEYS[k], len = 0, head = 0, cache = log and {}, stale = log,
 	}
 end
 
@@ -444,7 +450,7 @@ end
 
 if opttl > 0 and haslog then
 	local rec = redis.call('GET', KEYS[2])
-	if rec then return replay(rec) end
+	if rec then return rec end
 end
 
 local old, nold = {}, 0 -- stored records: position in blob, or false once taken
@@ -758,8 +764,9 @@ for i = 1, n do
 	end
 end
 
+local reply = packout(out)
 if opttl > 0 and not haslog then
-	local r = claim(write, out)
+	local r = claim(write, reply)
 	if r then return r end
 end
 
@@ -784,8 +791,6 @@ else
 	end
 end
 if write and opttl > 0 and haslog then
-	local parts = {}
-	for j = 1, #out do parts[j] = pack('<d', out[j]) end
-	redis.call('SET', KEYS[2], table.concat(parts), 'PX', opttl)
+	redis.call('SET', KEYS[2], reply, 'PX', opttl)
 end
-return out
+return reply

@@ -133,6 +133,9 @@ func (b *batcher) run(batch []*call) {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
+	for _, c := range live {
+		stampRecordTTL(ctx, c.args)
+	}
 	if len(live) == 1 {
 		c := live[0]
 		v, err := run(ctx, b.client, c.keys, c.args)
@@ -154,6 +157,7 @@ func (b *batcher) run(batch []*call) {
 	if len(again) > 0 { // the server lost the script: EVAL loads it again
 		pipe = b.client.Pipeline()
 		for _, i := range again {
+			rearm(live[i].args)
 			cmds[i] = pipe.Eval(ctx, applyLua, live[i].keys, live[i].args...)
 		}
 		_, _ = pipe.Exec(ctx)

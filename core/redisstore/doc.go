@@ -30,7 +30,7 @@
 //	p{t}               the states of k: a 32-byte record per limit layout
 //	                   (core.Params.Ident), at most 16, last operation's first
 //	p{t}:<ident>:<n>   the log of a SlidingLog or BucketedWindow limit: a list
-//	p{t}:op:<id>       the reply of a state-changing operation, for retries (below)
+//	p{t}:op:<id>       with WithOpTTL, the reply of a state-changing operation (below)
 //
 // State is kept per key and limit layout, as memstore keeps it: Limiters
 // with different limits sharing a key (an app-wide limit and a route's, both
@@ -51,7 +51,8 @@
 // replenished is deleted at once, as memstore does; a Peek or a denied
 // request writes only what the passing of time changed. So no key outlives
 // its last use by more than its longest limit's replenishment plus the
-// margin, and operation records by WithOpTTL.
+// margin; operation records live until the call's deadline and 200 ms more,
+// at most WithOpTTL.
 //
 // # Time
 //
@@ -64,21 +65,39 @@
 // Redis 5 or later, which replicates a script's effects (a script reading
 // TIME may then write); it is tested on Redis 7.
 //
-// # Retries and idempotency
+// # Resends: applied at most once, or exactly once with WithOpTTL
 //
-// go-redis retries a command that timed out while reading its reply (up to
-// MaxRetries times), yet the server may have run it: without care, one
-// AllowN would be charged twice. Each Take, Charge, Refund and Reset
-// therefore carries an operation id, unique per store (a random base and a
-// counter); the script records its reply under p{t}:op:<id> for WithOpTTL
-// (default 5s) and, run again with the same id, returns that reply without
-// charging again. Peeks and denied Takes change nothing and record
-// nothing. Set WithOpTTL above the client's retry window (with
-// ContextTimeoutEnabled and a deadline, the deadline; otherwise about
-// MaxRetries × (ReadTimeout + MaxRetryBackoff)); WithOpTTL(0) saves the
-// records' memory (about 100 bytes per state-changing decision for the TTL)
-// and accepts double charges on retries. A retry that reaches the server
-// after the record expired is charged again.
+// go-redis sends a command again when its first send failed in a way that
+// leaves unknown whether the server ran it: the connection closed before
+// the reply came, or (without a deadline, or with a ReadTimeout shorter
+// than the deadline) the reply timed out. Sent again, a Take, Charge,
+// Refund or Reset would be applied twice.
+//
+// By default the store never lets that happen, at no cost to the server:
+// go-redis encodes a command's arguments each time it writes it, and one
+// argument of each state-changing operation refuses a second encoding.
+// The resend then fails with ErrResent (which go-redis does not retry),
+// the operation is applied at most once, and the Limiter treats the error
+// like a timeout: its failure policy answers, as it answers any call whose
+// reply is lost. A resend after the server refused a command unrun
+// (NOSCRIPT, which the store handles itself) is allowed. Peeks change
+// nothing and are resent freely. The price: go-redis's own recovery from a
+// dropped connection, or from a redirect or LOADING/READONLY reply during a
+// cluster resharding or a failover, becomes a failure-policy decision for
+// the operations caught in it.
+//
+// WithOpTTL makes resends exactly-once instead: each state-changing
+// operation carries an operation id, unique per store (a random base and a
+// counter); the script records its reply under p{t}:op:<id> and, run again
+// with the same id, returns that reply without charging again. Peeks and
+// denied Takes record nothing. A record lives until the call's deadline and
+// 200 ms more (go-redis sends no copy of a command once its context is
+// done), at most the WithOpTTL duration, which alone bounds it for calls
+// without a deadline and should then exceed the client's retry window. A
+// copy that reaches the server after the record expired (the server
+// stalled longer than that) is charged again. Records cost the server a key
+// per state-changing decision: at 64 concurrent callers about a third of
+// the throughput (BENCHMARKS.md).
 //
 // # Timeouts
 //

@@ -12,4 +12,11 @@ var (
 	ErrReply = errors.New("redisstore: unexpected reply")
 	// ErrConfig reports an invalid option or a nil client given to New.
 	ErrConfig = errors.New("redisstore: invalid configuration")
+	// ErrResent reports a state-changing operation that go-redis was about
+	// to send a second time, after the first send failed in a way that
+	// leaves unknown whether it ran (such as a connection closed before the
+	// reply came back). The store does not send it again, so the operation
+	// is applied at most once; like a timeout, the error goes to the
+	// Limiter's failure policy. WithOpTTL makes such resends safe instead.
+	ErrResent = errors.New("redisstore: operation not sent twice (its first send may have run)")
 )

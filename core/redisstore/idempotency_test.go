@@ -2,7 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +20,7 @@ import (
 // reply and charges nothing.
 func TestSameOperationTwiceChargesOnce(t *testing.T) {
 	c := newClient(t)
-	s := newStore(t, c)
+	s := newStore(t, c, WithOpTTL(5*time.Second))
 	ctx := context.Background()
 	limits := []core.Limit{core.PerMinute(10).WithAlgorithm(core.SlidingLog), core.PerMinute(10).WithAlgorithm(core.GCRA)}
 	for _, kind := range []core.Kind{core.Take, core.Charge, core.Refund, core.Reset} {
@@ -51,13 +54,65 @@ func TestSameOperationTwiceChargesOnce(t *testing.T) {
 	}
 }
 
+// TestSecondSendRefused is the default, without operation records: the
+// same state-changing command written a second time (as go-redis does when
+// it retries) fails with ErrResent before reaching the server, so the key is
+// charged once; a Peek may be sent any number of times; and a send the
+// server refused unrun (NOSCRIPT, after SCRIPT FLUSH) is sent again.
+func TestSecondSendRefused(t *testing.T) {
+	c := newClient(t)
+	s := newStore(t, c)
+	ctx := context.Background()
+	limits := []core.Limit{core.PerMinute(10).WithAlgorithm(core.GCRA)}
+	for _, kind := range []core.Kind{core.Take, core.Charge, core.Refund, core.Reset} {
+		key := "once-" + kind.String()
+		if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
+			t.Fatal(err)
+		}
+		op := core.Op{Kind: kind, Key: key, Limits: limits, Cost: 3}
+		keys, args := s.command(&op)
+		if _, err := run(ctx, c, keys, args); err != nil {
+			t.Fatalf("%s: first send: %v", kind, err)
+		}
+		if _, err := run(ctx, c, keys, args); !errors.Is(err, ErrResent) {
+			t.Errorf("%s: second send = %v, want ErrResent", kind, err)
+		}
+		d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[core.Kind]int64{core.Take: 3, core.Charge: 3, core.Refund: 9, core.Reset: 10}[kind]; d.Remaining != want {
+			t.Errorf("after 4 charged and %s(3) sent twice: Remaining = %d, want %d (applied once)", kind, d.Remaining, want)
+		}
+	}
+	peek := core.Op{Kind: core.Peek, Key: "once-take", Limits: limits}
+	keys, args := s.command(&peek)
+	for range 2 {
+		if _, err := run(ctx, c, keys, args); err != nil {
+			t.Fatalf("a Peek sent again: %v", err)
+		}
+	}
+	op := core.Op{Kind: core.Take, Key: "once-noscript", Limits: limits, Cost: 1}
+	keys, args = s.command(&op)
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := run(ctx, c, keys, args) // NOSCRIPT, then EVAL: two sends
+	if err != nil {
+		t.Fatalf("a Take after SCRIPT FLUSH: %v", err)
+	}
+	if d, err := decode(&op, reply); err != nil || !d.Allowed || d.Remaining != 9 {
+		t.Errorf("a Take after SCRIPT FLUSH = %+v, %v; want allowed, 9 left", d, err)
+	}
+}
+
 // TestSameTakeTwiceRepliesOnce runs one Take that empties the limit twice,
 // on every path of the script (one GCRA limit, limits without a log, limits
 // with one): the second run, which alone would be denied, returns the first
 // reply, allowed, and charges nothing.
 func TestSameTakeTwiceRepliesOnce(t *testing.T) {
 	c := newClient(t)
-	s := newStore(t, c)
+	s := newStore(t, c, WithOpTTL(5*time.Second))
 	ctx := context.Background()
 	for name, limits := range map[string][]core.Limit{
 		"gcra":         {core.PerMinute(10).WithAlgorithm(core.GCRA)},
@@ -83,8 +138,8 @@ func TestSameTakeTwiceRepliesOnce(t *testing.T) {
 			if !reflect.DeepEqual(first, again) {
 				t.Errorf("second run = %v, want the first's reply %v", again, first)
 			}
-			if vals := first.([]any); vals[0] != int64(1) {
-				t.Errorf("first run = %v, want allowed", first)
+			if d, err := decode(&op, first); err != nil || !d.Allowed {
+				t.Errorf("first run = %+v, %v, want allowed", d, err)
 			}
 			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
 			if err != nil {
@@ -109,13 +164,15 @@ func TestSameTakeTwiceRepliesOnce(t *testing.T) {
 // is paused (SIGSTOP) longer than the client's ReadTimeout, so the command
 // times out and is sent again on new connections while the first copies
 // wait in the server's socket buffers; on SIGCONT the server runs every
-// copy. With operation records the key is charged once; without, more.
+// copy. With operation records the copies run and the key is charged once.
+// Without (the default) go-redis is refused the second send: Apply fails
+// with ErrResent, and the first copy alone charges the key, once.
 func TestRetryAfterReadTimeout(t *testing.T) {
 	addr := env(t, "TOLLGATE_REDIS_ADDR")
 	proc := sharedPID(t)
 	limits := []core.Limit{core.Per(100, core.MaxPeriod).WithAlgorithm(core.FixedWindow)}
 	for _, records := range []bool{true, false} {
-		name, ttl := "with operation records", DefaultOpTTL
+		name, ttl := "with operation records", 5*time.Second
 		if !records {
 			name, ttl = "without operation records", 0
 		}
@@ -146,8 +203,12 @@ func TestRetryAfterReadTimeout(t *testing.T) {
 			}()
 			time.Sleep(300 * time.Millisecond) // two or three attempts time out
 			resume()
-			if err := <-done; err != nil {
+			err := <-done
+			switch {
+			case records && err != nil:
 				t.Fatalf("Apply across the pause: %v", err)
+			case !records && !errors.Is(err, ErrResent):
+				t.Fatalf("Apply across the pause = %v, want ErrResent", err)
 			}
 			time.Sleep(50 * time.Millisecond) // the earlier copies run too
 			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: "retried", Limits: limits})
@@ -155,14 +216,58 @@ func TestRetryAfterReadTimeout(t *testing.T) {
 				t.Fatal(err)
 			}
 			charged := 100 - d.Remaining
-			switch {
-			case records && charged != 1:
+			if charged != 1 {
 				t.Errorf("one AllowN(1) retried by go-redis charged %d, want 1", charged)
-			case !records && charged < 2:
-				t.Errorf("without operation records one AllowN(1) retried by go-redis charged %d: the test did not make go-redis retry", charged)
-			case !records:
-				t.Logf("without operation records one AllowN(1) retried by go-redis charged %d", charged)
 			}
 		})
+	}
+}
+
+// TestRecordLivesUntilTheDeadline checks how long an operation's record
+// lives: go-redis sends no copy of a command after its context's deadline,
+// so under a deadline the record lives until it and recordSlack more, not
+// the whole WithOpTTL (records are what a state-changing decision costs the
+// server most); without a deadline, WithOpTTL.
+func TestRecordLivesUntilTheDeadline(t *testing.T) {
+	c := newClient(t)
+	limits := []core.Limit{core.PerMinute(10).WithAlgorithm(core.GCRA)}
+	const opTTL = time.Minute
+	slack := recordSlack * time.Millisecond
+	for _, batched := range []bool{false, true} {
+		var opts []Option
+		if batched {
+			opts = []Option{WithBatching(8, 1)}
+		}
+		s := newStore(t, c, append(opts, WithOpTTL(opTTL))...)
+		for _, tc := range []struct {
+			timeout time.Duration // 0: no deadline
+			lo, hi  time.Duration // the record's PTTL right after the call
+		}{
+			{time.Second, 900 * time.Millisecond, time.Second + slack},
+			{0, opTTL - 10*time.Second, opTTL},
+		} {
+			name := fmt.Sprintf("batched=%v/timeout=%v", batched, tc.timeout)
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			if tc.timeout > 0 {
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+			}
+			key := "record-ttl-" + strconv.Itoa(int(tc.timeout/time.Millisecond))
+			_, err := s.Apply(ctx, core.Op{Key: key, Limits: limits, Cost: 1})
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			recs := scan(t, c, s.stateKey("", key)+":op:")
+			if len(recs) != 1 {
+				t.Fatalf("%s: records %q, want 1", name, recs)
+			}
+			ttl, err := c.PTTL(context.Background(), recs[0]).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl < tc.lo || ttl > tc.hi {
+				t.Errorf("%s: the record's PTTL is %v, want within [%v, %v]", name, ttl, tc.lo, tc.hi)
+			}
+		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	_ "embed"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,9 +61,8 @@ type Store struct {
 	batch  *batcher // nil when batching is off
 	closed atomic.Bool
 
-	// The ARGV of the limits of an op without logs, boxed once (see
-	// limitArgs), by the address and length of op.Limits: a Limiter passes
-	// the same slice to every call. At most maxArgCache entries.
+	// ARGV[5], the limits' parameters, formatted once per slice of limits
+	// (see params). At most maxArgCache entries.
 	argCache sync.Map // argKey → *argEntry
 	argCount atomic.Int64
 	once     sync.Once
@@ -74,10 +75,6 @@ const (
 	// DefaultMargin is the default time a key outlives the full
 	// replenishment of its limits.
 	DefaultMargin = time.Second
-	// DefaultOpTTL is how long, by default, the reply of a state-changing
-	// operation is kept so that a retried command returns it instead of
-	// charging again.
-	DefaultOpTTL = 5 * time.Second
 	// DefaultMaxKeyLen is the default length above which user keys are
 	// replaced by their SHA-256.
 	DefaultMaxKeyLen = 256
@@ -112,13 +109,16 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // Default: DefaultMargin.
 func WithMargin(d time.Duration) Option { return func(c *config) { c.margin = d } }
 
-// WithOpTTL sets how long the reply of a state-changing operation is kept
-// under its operation id, so that a command that go-redis retries after a
-// timeout returns the first reply instead of charging twice (see the
-// package doc). Make it longer than the client's retry window: with
-// ContextTimeoutEnabled and a deadline, the deadline; without, about
-// MaxRetries × (ReadTimeout + MaxRetryBackoff). 0 disables the records: a
-// retried command may then charge twice. Default: DefaultOpTTL.
+// WithOpTTL turns on operation records: the reply of each state-changing
+// operation is kept under its operation id, so that go-redis may send a
+// command again after losing its reply, and the copy returns the first
+// reply instead of charging twice (see the package doc). A record lives
+// until the deadline of the call's context and 200 ms more (go-redis sends
+// no copy after the deadline), or d, whichever is shorter; without a
+// deadline, d, which should then exceed the client's retry window (about
+// MaxRetries × (ReadTimeout + MaxRetryBackoff)). Records cost the server a
+// key per state-changing decision. 0, the default, turns them off: go-redis
+// is then never let send a state-changing operation twice (ErrResent).
 func WithOpTTL(d time.Duration) Option { return func(c *config) { c.opTTL = d } }
 
 // WithMaxKeyLen makes user keys longer than n bytes be replaced, in Redis
@@ -143,7 +143,7 @@ func New(client Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrConfig)
 	}
-	c := config{prefix: DefaultPrefix, margin: DefaultMargin, opTTL: DefaultOpTTL, maxKeyLen: DefaultMaxKeyLen, batchSize: DefaultBatchSize}
+	c := config{prefix: DefaultPrefix, margin: DefaultMargin, maxKeyLen: DefaultMaxKeyLen, batchSize: DefaultBatchSize}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -197,6 +197,7 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	if s.batch != nil {
 		reply, err = s.batch.do(ctx, keys, args)
 	} else {
+		stampRecordTTL(ctx, args)
 		reply, err = run(ctx, s.client, keys, args)
 	}
 	if err != nil {
@@ -210,31 +211,35 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 }
 
 // command returns the KEYS and ARGV of the script for op (see apply.lua).
-// op is valid.
+// op is valid. ARGV[4] (args[3]) is the longest life of the operation's
+// record, or 0 for none: send sets it to the record's TTL.
 func (s *Store) command(op *core.Op) (keys []string, args []any) {
 	state := s.stateKey(op.Scope, op.Key)
 	keys = make([]string, 1, 2+len(op.Limits))
 	keys[0] = state
-	args = make([]any, 7, 7+10*len(op.Limits))
+	args = make([]any, 5)
 	if !op.Now.IsZero() {
 		args[0] = op.Now.UnixMicro()
 	} else {
 		args[0] = ""
 	}
-	args[1], args[2], args[4], args[5], args[6] = int(op.Kind), op.Cost, s.margin, int(core.DebtFactor), len(op.Limits)
-	if s.opTTL > 0 && op.Kind != core.Peek {
+	args[1], args[2], args[3] = int(op.Kind), op.Cost, int64(0)
+	switch {
+	case op.Kind == core.Peek: // changes nothing: any number of copies may run
+	case s.opTTL > 0:
 		args[3] = s.opTTL
 		keys = append(keys, state+":op:"+s.opBase+strconv.FormatUint(s.opSeq.Add(1), 36))
-	} else {
-		args[3] = 0
+	default:
+		args[1] = &sendOnce{kind: kindArgs[op.Kind]}
 	}
-	if a := s.limitArgs(op.Limits); a != nil {
-		return keys, append(args, a...)
-	}
-	for i := range op.Limits {
-		p, _ := op.Limits[i].Params() // op is valid
-		logIdx := 0
-		if p.Algorithm == core.SlidingLog || p.Algorithm == core.BucketedWindow {
+	params, logs := s.params(op.Limits)
+	args[4] = params
+	if logs {
+		for i := range op.Limits {
+			p, _ := op.Limits[i].Params() // op is valid
+			if p.Algorithm != core.SlidingLog && p.Algorithm != core.BucketedWindow {
+				continue
+			}
 			k := 0 // the rank of this limit among the op's limits of its layout
 			for j := range i {
 				if q, _ := op.Limits[j].Params(); q.Ident == p.Ident {
@@ -242,16 +247,14 @@ func (s *Store) command(op *core.Op) (keys []string, args []any) {
 				}
 			}
 			keys = append(keys, logKey(state, p.Ident, k))
-			logIdx = len(keys) // Lua's KEYS are 1-based
 		}
-		args = append(args, int(p.Algorithm), p.Quota, p.Capacity, p.Tick, p.PeriodTicks,
-			p.Precision, p.Buckets, int64(p.Ident>>32), int64(p.Ident&math.MaxUint32), logIdx)
 	}
 	return keys, args
 }
 
-// maxArgCache bounds the limit layouts whose ARGV a Store keeps (a caller
-// building a new slice of limits per call would otherwise grow the cache).
+// maxArgCache bounds the limit layouts whose parameters a Store keeps (a
+// caller building a new slice of limits per call would otherwise grow the
+// cache).
 const maxArgCache = 1024
 
 type argKey struct {
@@ -261,43 +264,73 @@ type argKey struct {
 
 type argEntry struct {
 	limits []core.Limit // a copy: the slice's contents when the entry was made
-	args   []any        // nil: the limits have a log (its KEYS index varies)
+	params string
+	logs   bool
 }
 
-// limitArgs returns the ARGV of limits, boxed once and shared (callers
-// append it, never change it), or nil when they must be formatted: limits
-// with a log, or not cached. A cached entry is used only while the slice
-// still holds the limits it was made for.
-func (s *Store) limitArgs(limits []core.Limit) []any {
+// params returns ARGV[5] for limits, and whether any of them has a log. It
+// is formatted once per slice of limits (a Limiter passes the same slice to
+// every call) and kept by the slice's address and length, used only while
+// the slice still holds the limits it was made for.
+func (s *Store) params(limits []core.Limit) (string, bool) {
 	k := argKey{unsafe.SliceData(limits), len(limits)}
 	if v, ok := s.argCache.Load(k); ok {
 		e := v.(*argEntry)
-		for i := range limits {
-			if limits[i] != e.limits[i] {
-				return nil
-			}
+		if slices.Equal(limits, e.limits) {
+			return e.params, e.logs
 		}
-		return e.args
+		return formatParams(limits, s.margin)
 	}
-	if s.argCount.Load() >= maxArgCache {
-		return nil
+	params, logs := formatParams(limits, s.margin)
+	if s.argCount.Load() < maxArgCache {
+		e := &argEntry{limits: slices.Clone(limits), params: params, logs: logs}
+		if _, loaded := s.argCache.LoadOrStore(k, e); !loaded {
+			s.argCount.Add(1)
+		}
 	}
-	e := &argEntry{limits: append([]core.Limit(nil), limits...)}
-	args := make([]any, 0, 10*len(limits))
+	return params, logs
+}
+
+// formatParams formats ARGV[5] (see apply.lua): little-endian doubles, which
+// hold every parameter exactly (each is below 2^53).
+func formatParams(limits []core.Limit, margin int64) (string, bool) {
+	b := make([]byte, 0, 8*(3+9*len(limits)))
+	put := func(v int64) { b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v))) }
+	put(margin)
+	put(core.DebtFactor)
+	put(int64(len(limits)))
+	logs := false
 	for i := range limits {
 		p, _ := limits[i].Params() // the op is valid
-		if p.Algorithm == core.SlidingLog || p.Algorithm == core.BucketedWindow {
-			args = nil
-			break
+		logs = logs || p.Algorithm == core.SlidingLog || p.Algorithm == core.BucketedWindow
+		for _, v := range [...]int64{int64(p.Algorithm), p.Quota, p.Capacity, p.Tick, p.PeriodTicks,
+			p.Precision, p.Buckets, int64(p.Ident >> 32), int64(p.Ident & math.MaxUint32)} {
+			put(v)
 		}
-		args = append(args, int(p.Algorithm), p.Quota, p.Capacity, p.Tick, p.PeriodTicks,
-			p.Precision, p.Buckets, int64(p.Ident>>32), int64(p.Ident&math.MaxUint32), 0)
 	}
-	e.args = args
-	if _, loaded := s.argCache.LoadOrStore(k, e); !loaded {
-		s.argCount.Add(1)
+	return string(b), logs
+}
+
+// recordSlack is how long, ms, an operation's record outlives the deadline
+// of the context the operation is sent under: go-redis sends no copy of a
+// command once its context is done, so a copy sent before the deadline
+// runs, on a server that is not stalled, well within this.
+const recordSlack = 200
+
+// stampRecordTTL sets the TTL of the operation's record in args (ARGV[4],
+// when not 0) for sending under ctx: until ctx's deadline and recordSlack
+// more, or the longest life set by WithOpTTL, whichever is shorter. A
+// record costs the server a key of its own while it lives (with many live
+// records, about as much as the decision itself), so it lives no longer
+// than a retried copy of its command can arrive.
+func stampRecordTTL(ctx context.Context, args []any) {
+	longest, _ := args[3].(int64)
+	if longest == 0 {
+		return
 	}
-	return args
+	if d, ok := ctx.Deadline(); ok {
+		args[3] = min(longest, max(ceilMillis(time.Until(d)), 0)+recordSlack)
+	}
 }
 
 // run runs the script with EVALSHA, and with EVAL (which loads it) when
@@ -305,43 +338,89 @@ func (s *Store) limitArgs(limits []core.Limit) []any {
 func run(ctx context.Context, c Client, keys []string, args []any) (any, error) {
 	v, err := c.EvalSha(ctx, applySHA, keys, args...).Result()
 	if err != nil && isNoScript(err) {
+		rearm(args)
 		v, err = c.Eval(ctx, applyLua, keys, args...).Result()
 	}
 	return v, err
 }
 
+// sendOnce is ARGV[2], the kind, of a state-changing operation without a
+// record: go-redis encodes a command's arguments each time it writes it,
+// so the second encoding is a second send, which could charge twice if the
+// first ran. It fails that encoding with ErrResent, which go-redis does not
+// retry.
+type sendOnce struct {
+	sent atomic.Bool
+	kind []byte
+}
+
+var kindArgs = [...][]byte{core.Take: []byte("0"), core.Peek: []byte("1"), core.Charge: []byte("2"),
+	core.Refund: []byte("3"), core.Reset: []byte("4")}
+
+func (o *sendOnce) MarshalBinary() ([]byte, error) {
+	if o.sent.Swap(true) {
+		return nil, ErrResent
+	}
+	return o.kind, nil
+}
+
+// String is for go-redis's logs and tracing hooks, which format arguments.
+func (o *sendOnce) String() string { return string(o.kind) }
+
+// rearm lets the operation of args be sent once more: the server refused the
+// previous send without running it (NOSCRIPT).
+func rearm(args []any) {
+	if o, ok := args[1].(*sendOnce); ok {
+		o.sent.Store(false)
+	}
+}
+
 func isNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
 
-// decode builds the Decision of op from the script's reply: 4 integers per
-// limit (allowed, retry or delay µs, remaining, reset µs).
+// decode builds the Decision of op from the script's reply: 4 little-endian
+// doubles per limit (allowed, retry or delay µs, remaining, reset µs), each
+// an integer below 2^53.
 func decode(op *core.Op, reply any) (core.Decision, error) {
-	vals, ok := reply.([]any)
-	if !ok || len(vals) != 4*len(op.Limits) {
-		return core.Decision{}, fmt.Errorf("%w: %T of length %d for %d limits", ErrReply, reply, len(vals), len(op.Limits))
+	r, ok := reply.(string)
+	if !ok || len(r) != 32*len(op.Limits) {
+		return core.Decision{}, fmt.Errorf("%w: %T of length %d for %d limits", ErrReply, reply, len(r), len(op.Limits))
 	}
-	ints := make([]int64, len(vals))
-	allowed := true
-	for i, v := range vals {
-		if ints[i], ok = v.(int64); !ok {
-			return core.Decision{}, fmt.Errorf("%w: element %d is %T", ErrReply, i, v)
-		}
-		if i%4 == 0 {
-			allowed = allowed && ints[i] == 1
-		}
+	var x [4]int64
+	num := func(i int) (int64, bool) {
+		f := math.Float64frombits(le64(r[8*i:]))
+		v := int64(f)
+		return v, float64(v) == f && f > -(1<<53) && f < 1<<53
 	}
 	ls := make([]core.LimitState, len(op.Limits))
+	allowed := true
 	for i := range ls {
-		x := ints[4*i : 4*i+4]
+		for j := range x {
+			if x[j], ok = num(4*i + j); !ok {
+				return core.Decision{}, fmt.Errorf("%w: value %d is not an integer", ErrReply, 4*i+j)
+			}
+		}
 		s := core.LimitState{Limit: op.Limits[i], Allowed: x[0] == 1, Remaining: x[2], ResetAfter: micros(x[3])}
-		switch {
-		case !s.Allowed:
+		if !s.Allowed {
 			s.RetryAfter = micros(x[1])
-		case allowed: // nothing is queued unless every limit admits
+		} else {
 			s.Delay = micros(x[1])
 		}
+		allowed = allowed && s.Allowed
 		ls[i] = s
 	}
+	if !allowed { // nothing is queued unless every limit admits
+		for i := range ls {
+			ls[i].Delay = 0
+		}
+	}
 	return core.Combine(op, ls), nil
+}
+
+// le64 reads a little-endian uint64 from the first 8 bytes of s.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // micros converts µs to a Duration; a negative value, or one too long for
