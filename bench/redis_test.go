@@ -31,16 +31,21 @@ import (
 //     window per hour, decided together (Tollgate only: the peers have no
 //     multi-limit decision).
 //   - callers 1 or 64 concurrent goroutines, over 1000 keys.
-//   - lib tollgate (one EVALSHA per decision), tollgate-batched
-//     (redisstore.WithBatching), tollgate-batched-records (and
-//     redisstore.WithOpTTL: operation records, which let go-redis resend
-//     a decision safely), redis_rate (go-redis/redis_rate/v10),
+//   - lib tollgate (the default store: one EVALSHA per decision, concurrent
+//     decisions batched into pipelines), tollgate-unbatched
+//     (redisstore.WithBatching(0, 0): one EVALSHA per decision from the
+//     calling goroutine), tollgate-records (redisstore.WithOpTTL: operation
+//     records, which let go-redis resend a decision safely), redis_rate
+//     (go-redis/redis_rate/v10),
 //     ulule (ulule/limiter/v3's Redis store), ping (one PING per decision:
 //     the ceiling of any one-command-per-decision design).
 //
 // Besides ns/op, each reports the server's commands per decision
-// (cmds/op, from INFO commandstats) and the client's round trips per
-// decision (rtt/op: commands plus pipelines sent, from a go-redis hook).
+// (cmds/op, from INFO commandstats), the server's read events per decision
+// (reads/op, INFO stats total_reads_processed: the round trips as Redis
+// counts them; the INFO calls of the measurement itself included) and the
+// client's round trips per decision (rtt/op: commands plus pipelines sent,
+// from a go-redis hook).
 //
 //	go test -run '^$' -bench Redis -count 5 . | tee redis.txt
 func BenchmarkRedis(b *testing.B) {
@@ -73,7 +78,7 @@ func BenchmarkRedis(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					before := commandCalls(b, rdb)
+					before, reads := commandCalls(b, rdb), serverStat(b, rdb, "total_reads_processed")
 					trips.Store(0)
 					b.ResetTimer()
 					if callers == 1 {
@@ -97,6 +102,7 @@ func BenchmarkRedis(b *testing.B) {
 					b.StopTimer()
 					b.ReportMetric(float64(trips.Load())/float64(b.N), "rtt/op")
 					b.ReportMetric(float64(commandCalls(b, rdb)-before-1)/float64(b.N), "cmds/op")
+					b.ReportMetric(float64(serverStat(b, rdb, "total_reads_processed")-reads)/float64(b.N), "reads/op")
 				})
 			}
 		}
@@ -115,14 +121,13 @@ var redisLibs = []redisLib{
 	{"tollgate", true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
 		return newTollgateRedis(tb, rdb, three)
 	}},
-	{"tollgate-batched", true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
-		return newTollgateRedis(tb, rdb, three, redisstore.WithBatching(redisstore.DefaultBatchSize, redisstore.DefaultBatchWorkers))
+	{"tollgate-unbatched", true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, three, redisstore.WithBatching(0, 0))
 	}},
 	// With operation records (redisstore.WithOpTTL): what exactly-once
 	// resends cost. Under the Limiter's deadline a record lives 450 ms.
-	{"tollgate-batched-records", true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
-		return newTollgateRedis(tb, rdb, three, redisstore.WithOpTTL(5*time.Second),
-			redisstore.WithBatching(redisstore.DefaultBatchSize, redisstore.DefaultBatchWorkers))
+	{"tollgate-records", true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, three, redisstore.WithOpTTL(5*time.Second))
 	}},
 	{"redis_rate", false, newRedisRate},
 	{"ulule", false, newUluleRedis},
@@ -208,6 +213,25 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		h.n.Add(1)
 		return next(ctx, cmds)
 	}
+}
+
+// serverStat returns the integer field name of INFO stats.
+func serverStat(tb testing.TB, rdb *redis.Client, name string) int64 {
+	info, err := rdb.Info(context.Background(), "stats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				tb.Fatalf("INFO stats line %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	tb.Fatalf("INFO stats has no %s", name)
+	return 0
 }
 
 // commandCalls returns the server's total command calls (INFO

@@ -23,8 +23,7 @@ import (
 func TestCluster(t *testing.T) {
 	c := newClusterClient(t)
 	for _, batched := range []bool{false, true} {
-		name := "unbatched"
-		var opts []Option
+		name, opts := "unbatched", []Option{WithBatching(0, 0)}
 		if batched {
 			name, opts = "batched", []Option{WithBatching(64, 4)}
 		}

@@ -14,7 +14,7 @@ func TestConformance(t *testing.T) {
 	c := newClient(t)
 	o := storetest.Options{Traces: 40, Goroutines: 32, Attempts: 100}
 	t.Run("unbatched", func(t *testing.T) {
-		storetest.RunWithOptions(t, func(t *testing.T) core.Store { return newStore(t, c) }, o)
+		storetest.RunWithOptions(t, func(t *testing.T) core.Store { return newStore(t, c, WithBatching(0, 0)) }, o)
 	})
 	t.Run("batched", func(t *testing.T) {
 		storetest.RunWithOptions(t, func(t *testing.T) core.Store { return newStore(t, c, WithBatching(64, 4)) }, o)

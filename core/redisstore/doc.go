@@ -101,9 +101,9 @@
 //
 // # Timeouts
 //
-// Apply honours its context's deadline when the client has
-// ContextTimeoutEnabled (recommended: core.Limiter's per-call timeout relies
-// on it), or always when batching is on. Without either, a call to a server
+// Apply honours its context's deadline (core.Limiter's per-call timeout
+// relies on it): always with batching, the default; with batching off, when
+// the client has ContextTimeoutEnabled. Without either, a call to a server
 // that hangs waits for the client's ReadTimeout.
 //
 // # Cluster, Ring, Sentinel
@@ -121,6 +121,6 @@
 // concurrent callers this divides the system calls and round trips per
 // decision (see BENCHMARKS.md); a lone caller pays a channel hand-off. A
 // caller whose context ends while its operation waits for a worker is
-// answered at once, and its operation is never sent. Batching is off by
-// default.
+// answered at once, and its operation is never sent. Batching is on by
+// default (Close stops its workers); WithBatching(0, 0) turns it off.
 package redisstore

@@ -49,7 +49,7 @@ func ExampleNew_cluster() {
 		Addrs:                 []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
 		ContextTimeoutEnabled: true,
 	})
-	store, err := redisstore.New(rdb, redisstore.WithBatching(redisstore.DefaultBatchSize, redisstore.DefaultBatchWorkers))
+	store, err := redisstore.New(rdb)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -171,10 +171,16 @@ func TestRetryAfterReadTimeout(t *testing.T) {
 	addr := env(t, "TOLLGATE_REDIS_ADDR")
 	proc := sharedPID(t)
 	limits := []core.Limit{core.Per(100, core.MaxPeriod).WithAlgorithm(core.FixedWindow)}
-	for _, records := range []bool{true, false} {
-		name, ttl := "with operation records", 5*time.Second
+	for _, tc := range []struct {
+		records, batched bool
+	}{{true, false}, {false, false}, {true, true}, {false, true}} {
+		records := tc.records
+		name, opts := "with operation records", []Option{WithOpTTL(5 * time.Second), WithBatching(0, 0)}
 		if !records {
-			name, ttl = "without operation records", 0
+			name, opts = "without operation records", []Option{WithBatching(0, 0)}
+		}
+		if tc.batched {
+			name, opts = name+", batched", append(opts, WithBatching(8, 1))
 		}
 		t.Run(name, func(t *testing.T) {
 			// No ContextTimeoutEnabled and no deadline: the retries of
@@ -182,7 +188,7 @@ func TestRetryAfterReadTimeout(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 100 * time.Millisecond, MaxRetries: 20,
 				MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond})
 			defer c.Close()
-			s := newStore(t, c, WithOpTTL(ttl))
+			s := newStore(t, c, opts...)
 			ctx := context.Background()
 			// Warm connections: a retry on a new connection would fail in its
 			// handshake with the paused server, which go-redis does not retry.
@@ -234,7 +240,7 @@ func TestRecordLivesUntilTheDeadline(t *testing.T) {
 	const opTTL = time.Minute
 	slack := recordSlack * time.Millisecond
 	for _, batched := range []bool{false, true} {
-		var opts []Option
+		opts := []Option{WithBatching(0, 0)}
 		if batched {
 			opts = []Option{WithBatching(8, 1)}
 		}

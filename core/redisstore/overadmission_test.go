@@ -82,6 +82,8 @@ func TestOverAdmissionChild(t *testing.T) {
 	opts := []Option{WithPrefix(os.Getenv(childPrefixEnv))}
 	if os.Getenv(childBatchEnv) == "true" {
 		opts = append(opts, WithBatching(32, 2))
+	} else {
+		opts = append(opts, WithBatching(0, 0))
 	}
 	s, err := New(newClient(t), opts...)
 	if err != nil {

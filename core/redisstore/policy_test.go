@@ -76,7 +76,7 @@ func newPolicyLimiter(t *testing.T, s core.Store, p *probe, policy core.FailureP
 
 // storeModes runs fn with an unbatched and a batched store of c.
 func storeModes(t *testing.T, c Client, fn func(t *testing.T, s *Store)) {
-	t.Run("unbatched", func(t *testing.T) { fn(t, newStore(t, c)) })
+	t.Run("unbatched", func(t *testing.T) { fn(t, newStore(t, c, WithBatching(0, 0))) })
 	t.Run("batched", func(t *testing.T) { fn(t, newStore(t, c, WithBatching(32, 2))) })
 }
 

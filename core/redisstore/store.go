@@ -35,11 +35,11 @@ var applySHA = func() string {
 // *redis.ClusterClient, *redis.Ring and the client of
 // redis.NewFailoverClient satisfy it.
 //
-// Set ContextTimeoutEnabled in the client's options when batching is off,
-// so that a context's deadline (such as the Limiter's per-call timeout)
+// With batching (the default) the store honours a context's deadline (such
+// as the Limiter's per-call timeout) itself. With batching off, set
+// ContextTimeoutEnabled in the client's options so that the deadline
 // bounds a call to a server that hangs; without it go-redis waits for its
-// ReadTimeout (3s by default). With batching on the store honours the
-// context itself.
+// ReadTimeout (3s by default).
 type Client interface {
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
@@ -131,7 +131,9 @@ func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 // waiting then (no added wait), so a lone caller pays one channel hand-off
 // and a busy store sends many operations per round trip. workers ≤ 0 turns
 // batching off: each operation is then one EVALSHA from the calling
-// goroutine. Default: off.
+// goroutine, which then needs the client's ContextTimeoutEnabled for a
+// deadline to bound it. Default: on, DefaultBatchSize and
+// DefaultBatchWorkers.
 func WithBatching(size, workers int) Option {
 	return func(c *config) { c.batchSize, c.batch = size, workers }
 }
@@ -143,7 +145,8 @@ func New(client Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrConfig)
 	}
-	c := config{prefix: DefaultPrefix, margin: DefaultMargin, maxKeyLen: DefaultMaxKeyLen, batchSize: DefaultBatchSize}
+	c := config{prefix: DefaultPrefix, margin: DefaultMargin, maxKeyLen: DefaultMaxKeyLen,
+		batchSize: DefaultBatchSize, batch: DefaultBatchWorkers}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)

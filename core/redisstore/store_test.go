@@ -157,8 +157,7 @@ func TestWrongTypeIsAnErrorNotAPanic(t *testing.T) {
 func TestScriptFlushWhileServing(t *testing.T) {
 	c := newClient(t)
 	for _, batched := range []bool{false, true} {
-		name := "unbatched"
-		var opts []Option
+		name, opts := "unbatched", []Option{WithBatching(0, 0)}
 		if batched {
 			name, opts = "batched", []Option{WithBatching(32, 2)}
 		}
