@@ -133,18 +133,24 @@ if n == 1 and kind <= PEEK and (alg1 == GCRA or alg1 == LEAKY) then
 		if not blob then A, B, C = tt, 0, 0 end -- fresh
 		if B >= q then B = q - 1 end -- roll
 		if A < tt then A, B = tt, 0 end
-		local function gdebt()
-			local dt = A - tt
-			if dt > fdiv(limit, q) then return limit, true end
+		-- The debt Q·(TAT − t), capped (gdebtn below, inlined): computed once,
+		-- and after a charge known without recomputing.
+		local debt, over
+		local dt = A - tt
+		if dt > fdiv(limit, q) then
+			debt, over = limit, true
+		else
 			local x = dt * q
-			if B > limit - x then return limit, true end
-			return x + B, false
+			if B > limit - x then
+				debt, over = limit, true
+			else
+				debt, over = x + B, false
+			end
 		end
 		local ok, wait = true, 0 -- need
 		if cost > cap then
 			ok, wait = false, -1
 		else
-			local debt = gdebt()
 			local excess = debt + (cost - cap) * pt
 			if excess > 0 then
 				ok, wait = false, tt * tick - now + cdiv(excess, q) * tick
@@ -153,18 +159,15 @@ if n == 1 and kind <= PEEK and (alg1 == GCRA or alg1 == LEAKY) then
 			end
 		end
 		local write = kind == TAKE and ok
-		if write then -- add
+		if write and not over then -- add
 			local d = min(cost, m)
 			if d ~= 0 then
-				local debt, over = gdebt()
-				if not over then
-					debt = min(debt + d * pt, limit)
-					A, B = tt + fdiv(debt, q), fmod(debt, q)
-				end
+				debt = min(debt + d * pt, limit)
+				local k = fdiv(debt, q)
+				A, B = tt + k, debt - k * q
 			end
 		end
-		local debt = gdebt() -- report
-		local rem, reset = max(fdiv(cap * pt - debt, pt), 0), 0
+		local rem, reset = max(fdiv(cap * pt - debt, pt), 0), 0 -- report
 		if debt ~= 0 then reset = tt * tick - now + cdiv(debt, q) * tick end
 		local out = pack(OUT, ok and 1 or 0, wait, rem, reset)
 		if opttl > 0 then
@@ -198,9 +201,17 @@ local function gdebtn(A, B, tt, q, limit)
 	return x + B, false
 end
 
-local W = 12 -- stride of st: alg, q, cap, tick, pt, tt, e, A, B, C, idh, idl
+-- Stride of st: alg, q, cap, tick, pt, tt, e, A, B, C, idh, idl, where e is
+-- SlidingWindow's ticks into the window, or GCRA's and LeakyBucket's debt
+-- (gdebtn, capped: at the cap a charge changes nothing, whether the true
+-- debt is at it or past it).
+local W = 12
 if kind <= PEEK and (not blob or #blob == 32 * n) then
-	local st, out, fast, allowed = {}, {}, true, true
+	-- Sized for three limits in the constructors: a table grown one slot at
+	-- a time is reallocated at every power of two.
+	local st = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+	local out = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+	local fast, allowed = true, true
 	for i = 1, n do
 		local alg, q, cap, tick, pt, _, _, idh, idl = limit(i)
 		if alg == LOG or alg == BUCKETED then
@@ -262,6 +273,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 		else
 			if B >= q then B = q - 1 end
 			if A < tt then A, B = tt, 0 end
+			e = gdebtn(A, B, tt, q, debtf * cap * pt) -- e holds the debt here
 		end
 		-- need
 		local ok, wait = true, 0
@@ -285,7 +297,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 		elseif alg == TOKEN then
 			if A < cost * pt then ok, wait = false, B * tick - now + cdiv(cost * pt - A, q) * tick end
 		else
-			local debt = gdebtn(A, B, tt, q, debtf * cap * pt)
+			local debt = e
 			local excess = debt + (cost - cap) * pt
 			if excess > 0 then
 				ok, wait = false, tt * tick - now + cdiv(excess, q) * tick
@@ -303,7 +315,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 	end
 	if fast then
 		local write = kind == TAKE and allowed
-		local keep, recs = 0, {}
+		local keep, recs = 0, { '', '', '' }
 		for i = 1, n do
 			local j = W * (i - 1)
 			local alg, q, cap, tick, pt = st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5]
@@ -318,12 +330,10 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 						C = min(C + d, m)
 					elseif alg == TOKEN then
 						A = max(A - d * pt, cap * pt - m * pt)
-					else
-						local debt, over = gdebtn(A, B, tt, q, m * pt)
-						if not over then
-							debt = min(debt + d * pt, m * pt)
-							A, B = tt + fdiv(debt, q), fmod(debt, q)
-						end
+					elseif e < m * pt then -- at the cap a charge changes nothing
+						local debt = min(e + d * pt, m * pt)
+						local k = fdiv(debt, q)
+						A, B, e = tt + k, debt - k * q, debt
 					end
 				end
 			end
@@ -344,7 +354,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 				rem = max(fdiv(A, pt), 0)
 				if A < full then reset = B * tick - now + cdiv(full - A, q) * tick end
 			else
-				local debt = gdebtn(A, B, tt, q, m * pt)
+				local debt = e
 				rem = max(fdiv(cap * pt - debt, pt), 0)
 				if debt ~= 0 then reset = tt * tick - now + cdiv(debt, q) * tick end
 			end
