@@ -61,7 +61,6 @@ end
 
 local function cdiv(a, b) return -fdiv(-a, b) end
 
-local function fmod(a, b) return a - b * fdiv(a, b) end
 
 local now
 if ARGV[1] == '' then
@@ -105,11 +104,16 @@ end
 -- its reply under its id unless one is there already (SET NX, one call), and
 -- any other looks for one; a reply found is that of an earlier run of the
 -- same command, which the caller returns instead of writing anything.
-local function claim(write, reply)
-	if write then
-		if redis.call('SET', KEYS[2], reply, 'PX', opttl, 'NX') then return nil end
+-- (Functions are made only where they are used: each costs a closure per
+-- call of the script.)
+local claim
+if opttl > 0 then
+	claim = function(write, reply)
+		if write then
+			if redis.call('SET', KEYS[2], reply, 'PX', opttl, 'NX') then return nil end
+		end
+		return redis.call('GET', KEYS[2]) or nil
 	end
-	return redis.call('GET', KEYS[2]) or nil
 end
 
 local blob = redis.call('GET', KEYS[1])
@@ -403,6 +407,8 @@ for i = 1, n do
 		key = log and KEYS[k], len = 0, head = 0, cache = log and {}, stale = log,
 	}
 end
+
+local function fmod(a, b) return a - b * fdiv(a, b) end
 
 local function ticks(s, t)
 	if s.tick == 1 then return t end

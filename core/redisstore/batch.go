@@ -24,12 +24,18 @@ type batcher struct {
 	wg     sync.WaitGroup
 }
 
-// A call is one script waiting for a worker.
+// A call is one operation's script: its KEYS and ARGV (in room kept in
+// the call for the usual case: one allocation per operation), and when
+// batched its context and the channel its worker answers on.
 type call struct {
-	ctx  context.Context
 	keys []string
 	args []any
+	ctx  context.Context
 	done chan result // buffered: a worker never blocks on a caller that left
+
+	once   sendOnce
+	keyBuf [2]string
+	argBuf [5]any
 }
 
 type result struct {
@@ -49,8 +55,8 @@ func newBatcher(client Client, size, workers int) *batcher {
 
 // do runs the script through a worker, returning when it is done or when
 // ctx is, whichever is first.
-func (b *batcher) do(ctx context.Context, keys []string, args []any) (any, error) {
-	c := &call{ctx: ctx, keys: keys, args: args, done: make(chan result, 1)}
+func (b *batcher) do(ctx context.Context, c *call) (any, error) {
+	c.ctx, c.done = ctx, make(chan result, 1)
 	select {
 	case b.queue <- c:
 	case <-ctx.Done():

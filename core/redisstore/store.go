@@ -194,14 +194,14 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	if err := op.Validate(); err != nil {
 		return core.Decision{}, err
 	}
-	keys, args := s.command(&op)
+	c := s.newCall(&op)
 	var reply any
 	var err error
 	if s.batch != nil {
-		reply, err = s.batch.do(ctx, keys, args)
+		reply, err = s.batch.do(ctx, c)
 	} else {
-		stampRecordTTL(ctx, args)
-		reply, err = run(ctx, s.client, keys, args)
+		stampRecordTTL(ctx, c.args)
+		reply, err = run(ctx, s.client, c.keys, c.args)
 	}
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
@@ -217,10 +217,17 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 // op is valid. ARGV[4] (args[3]) is the longest life of the operation's
 // record, or 0 for none: send sets it to the record's TTL.
 func (s *Store) command(op *core.Op) (keys []string, args []any) {
+	c := s.newCall(op)
+	return c.keys, c.args
+}
+
+// newCall returns the call of op's script (see command).
+func (s *Store) newCall(op *core.Op) *call {
+	c := new(call)
 	state := s.stateKey(op.Scope, op.Key)
-	keys = make([]string, 1, 2+len(op.Limits))
-	keys[0] = state
-	args = make([]any, 5)
+	c.keyBuf[0] = state
+	keys := c.keyBuf[:1]
+	args := c.argBuf[:]
 	if !op.Now.IsZero() {
 		args[0] = op.Now.UnixMicro()
 	} else {
@@ -233,7 +240,8 @@ func (s *Store) command(op *core.Op) (keys []string, args []any) {
 		args[3] = s.opTTL
 		keys = append(keys, state+":op:"+s.opBase+strconv.FormatUint(s.opSeq.Add(1), 36))
 	default:
-		args[1] = &sendOnce{kind: kindArgs[op.Kind]}
+		c.once.kind = kindArgs[op.Kind]
+		args[1] = &c.once
 	}
 	params, logs := s.params(op.Limits)
 	args[4] = params
@@ -252,7 +260,8 @@ func (s *Store) command(op *core.Op) (keys []string, args []any) {
 			keys = append(keys, logKey(state, p.Ident, k))
 		}
 	}
-	return keys, args
+	c.keys, c.args = keys, args
+	return c
 }
 
 // maxArgCache bounds the limit layouts whose parameters a Store keeps (a
@@ -267,15 +276,16 @@ type argKey struct {
 
 type argEntry struct {
 	limits []core.Limit // a copy: the slice's contents when the entry was made
-	params string
+	params any          // the formatted string, boxed once
 	logs   bool
 }
 
-// params returns ARGV[5] for limits, and whether any of them has a log. It
-// is formatted once per slice of limits (a Limiter passes the same slice to
-// every call) and kept by the slice's address and length, used only while
-// the slice still holds the limits it was made for.
-func (s *Store) params(limits []core.Limit) (string, bool) {
+// params returns ARGV[5] for limits (a string, boxed), and whether any of
+// them has a log. It is formatted once per slice of limits (a Limiter
+// passes the same slice to every call) and kept by the slice's address and
+// length, used only while the slice still holds the limits it was made
+// for.
+func (s *Store) params(limits []core.Limit) (any, bool) {
 	k := argKey{unsafe.SliceData(limits), len(limits)}
 	if v, ok := s.argCache.Load(k); ok {
 		e := v.(*argEntry)
@@ -285,13 +295,14 @@ func (s *Store) params(limits []core.Limit) (string, bool) {
 		return formatParams(limits, s.margin)
 	}
 	params, logs := formatParams(limits, s.margin)
+	boxed := any(params)
 	if s.argCount.Load() < maxArgCache {
-		e := &argEntry{limits: slices.Clone(limits), params: params, logs: logs}
+		e := &argEntry{limits: slices.Clone(limits), params: boxed, logs: logs}
 		if _, loaded := s.argCache.LoadOrStore(k, e); !loaded {
 			s.argCount.Add(1)
 		}
 	}
-	return params, logs
+	return boxed, logs
 }
 
 // formatParams formats ARGV[5] (see apply.lua): little-endian doubles, which
