@@ -43,9 +43,11 @@ import (
 // Besides ns/op, each reports the server's commands per decision
 // (cmds/op, from INFO commandstats), the server's read events per decision
 // (reads/op, INFO stats total_reads_processed: the round trips as Redis
-// counts them; the INFO calls of the measurement itself included) and the
-// client's round trips per decision (rtt/op: commands plus pipelines sent,
-// from a go-redis hook).
+// counts them; the INFO calls of the measurement itself included), the
+// server's time in scripts per decision (script-µs/op: EVAL and EVALSHA
+// usec from INFO commandstats, which on a busy machine includes time the
+// server was preempted) and the client's round trips per decision (rtt/op:
+// commands plus pipelines sent, from a go-redis hook).
 //
 //	go test -run '^$' -bench Redis -count 5 . | tee redis.txt
 func BenchmarkRedis(b *testing.B) {
@@ -79,6 +81,7 @@ func BenchmarkRedis(b *testing.B) {
 						}
 					}
 					before, reads := commandCalls(b, rdb), serverStat(b, rdb, "total_reads_processed")
+					usec := scriptUsec(b, rdb)
 					trips.Store(0)
 					b.ResetTimer()
 					if callers == 1 {
@@ -103,6 +106,7 @@ func BenchmarkRedis(b *testing.B) {
 					b.ReportMetric(float64(trips.Load())/float64(b.N), "rtt/op")
 					b.ReportMetric(float64(commandCalls(b, rdb)-before-1)/float64(b.N), "cmds/op")
 					b.ReportMetric(float64(serverStat(b, rdb, "total_reads_processed")-reads)/float64(b.N), "reads/op")
+					b.ReportMetric(float64(scriptUsec(b, rdb)-usec)/float64(b.N), "script-µs/op")
 				})
 			}
 		}
@@ -237,22 +241,37 @@ func serverStat(tb testing.TB, rdb *redis.Client, name string) int64 {
 // commandCalls returns the server's total command calls (INFO
 // commandstats), the INFO itself included.
 func commandCalls(tb testing.TB, rdb *redis.Client) int64 {
+	return commandStat(tb, rdb, "calls", func(string) bool { return true })
+}
+
+// scriptUsec returns the server's total microseconds in EVAL and EVALSHA.
+func scriptUsec(tb testing.TB, rdb *redis.Client) int64 {
+	return commandStat(tb, rdb, "usec", func(cmd string) bool { return cmd == "eval" || cmd == "evalsha" })
+}
+
+// commandStat sums the integer field of INFO commandstats over the
+// commands that match.
+func commandStat(tb testing.TB, rdb *redis.Client, field string, match func(cmd string) bool) int64 {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var total int64
 	for _, line := range strings.Split(info, "\n") {
-		_, rest, ok := strings.Cut(line, ":calls=")
-		if !ok {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		cmd, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd || !match(cmd) {
 			continue
 		}
-		n, _, _ := strings.Cut(rest, ",")
-		v, err := strconv.ParseInt(n, 10, 64)
-		if err != nil {
-			tb.Fatalf("INFO commandstats line %q: %v", line, err)
+		for _, kv := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, field+"="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					tb.Fatalf("INFO commandstats line %q: %v", line, err)
+				}
+				total += n
+			}
 		}
-		total += v
 	}
 	return total
 }
