@@ -118,139 +118,61 @@ end
 
 local blob = redis.call('GET', KEYS[1])
 
--- The fast path: one GCRA or LeakyBucket limit, a Take or a Peek, and no
--- state for other layouts of the key. The same steps as the general path
--- below (fresh, roll, need, add, report, store), inlined on locals.
-local alg1, q1, cap1, tick1, pt1, _, _, idh1, idl1 = limit(1)
-if n == 1 and kind <= PEEK and (alg1 == GCRA or alg1 == LEAKY) then
-	local idh, idl = idh1, idl1
-	local h, l, A, B, C
-	if blob then
-		if #blob == 32 then h, l, A, B, C = unpack(RECORD, blob) end
-	end
-	if not blob or (h == idh and l == idl) then
-		local q, cap, tick, pt = q1, cap1, tick1, pt1
-		local m = debtf * cap
-		local limit = m * pt
-		local tt = now
-		if tick ~= 1 then tt = fdiv(now, tick) end
-		if not blob then A, B, C = tt, 0, 0 end -- fresh
-		if B >= q then B = q - 1 end -- roll
-		if A < tt then A, B = tt, 0 end
-		-- The debt Q·(TAT − t), capped (gdebtn below, inlined): computed once,
-		-- and after a charge known without recomputing.
-		local debt, over
-		local dt = A - tt
-		if dt > fdiv(limit, q) then
-			debt, over = limit, true
-		else
-			local x = dt * q
-			if B > limit - x then
-				debt, over = limit, true
-			else
-				debt, over = x + B, false
-			end
-		end
-		local ok, wait = true, 0 -- need
-		if cost > cap then
-			ok, wait = false, -1
-		else
-			local excess = debt + (cost - cap) * pt
-			if excess > 0 then
-				ok, wait = false, tt * tick - now + cdiv(excess, q) * tick
-			elseif alg1 == LEAKY and debt > 0 then
-				wait = max(tt * tick - now + cdiv(debt, q) * tick, 0)
-			end
-		end
-		local write = kind == TAKE and ok
-		if write and not over then -- add
-			local d = min(cost, m)
-			if d ~= 0 then
-				debt = min(debt + d * pt, limit)
-				local k = fdiv(debt, q)
-				A, B = tt + k, debt - k * q
-			end
-		end
-		local rem, reset = max(fdiv(cap * pt - debt, pt), 0), 0 -- report
-		if debt ~= 0 then reset = tt * tick - now + cdiv(debt, q) * tick end
-		local out = pack(OUT, ok and 1 or 0, wait, rem, reset)
-		if opttl > 0 then
-			local r = claim(write, out)
-			if r then return r end
-		end
-		local keep = max(reset, 0)
-		if keep == 0 then
-			if blob then redis.call('DEL', KEYS[1]) end
-		else
-			local rec = pack(RECORD, idh, idl, A, B, C)
-			if write or rec ~= blob then
-				redis.call('SET', KEYS[1], rec, 'PX', cdiv(keep, 1000) + margin)
-			end
-		end
-		return out
-	end
-end
-
--- The fast path for several limits: a Take or a Peek, every limit of an
--- algorithm without a log, and the key's state exactly the op's records in
--- order (or none). Then each limit takes the record at its own position, as
--- the general path's matching would give, and no other layout is kept. The
--- same steps as the general path (fresh, roll, need, add, report, store) on
--- one flat table, without the per-limit tables and the closures.
-local function gdebtn(A, B, tt, q, limit)
-	local dt = A - tt
-	if dt > fdiv(limit, q) then return limit, true end
-	local x = dt * q
-	if B > limit - x then return limit, true end
-	return x + B, false
-end
-
--- Stride of st: alg, q, cap, tick, pt, tt, e, A, B, C, idh, idl, where e is
--- SlidingWindow's ticks into the window, or GCRA's and LeakyBucket's debt
--- (gdebtn, capped: at the cap a charge changes nothing, whether the true
--- debt is at it or past it).
-local W = 12
+-- The fast path: a Take or a Peek, every limit of an algorithm without a
+-- log, and the key's state exactly the op's records in order (or none), as
+-- every call of one Limiter leaves it. The script then only decides and
+-- writes: its reply is the time it used, its verdict and the records it
+-- found (FASTREPLY), from which the client computes the Decision with
+-- core.Step, the function this script ports, and checks the verdict
+-- against this one's. The same steps as the general path (fresh, roll,
+-- need, add), on locals: the first loop checks every limit, the second
+-- changes each when all admit. With one limit the second loop finds the
+-- first's locals as they were left; with more, the first loop saves them
+-- in st (W slots a limit). No function is made here: a closure costs an
+-- allocation per upvalue on every call.
+--
+-- FASTREPLY: now (Unix µs, a little-endian double), '1' when the op was
+-- allowed or '0', then the key's records as read (none for a fresh key): 9
+-- bytes and a multiple of 32, where a general reply is a multiple of 32.
+--
+-- The store runs this script for limits of any layout; for a layout it
+-- meets often it runs a copy in which the block between the markers below
+-- is replaced by the same steps specialized to that layout's numbers
+-- (fastpath.go): no parameters to unpack, no branch on the algorithm.
+-- FAST BEGIN
 if kind <= PEEK and (not blob or #blob == 32 * n) then
-	-- Sized for three limits in the constructors: a table grown one slot at
-	-- a time is reallocated at every power of two.
-	local st = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-	local out = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-	local fast, allowed = true, true
+	local W = 12
+	local st
+	if n > 1 then -- sized in the constructor for three limits: no regrowth
+		st = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+	end
+	local fast, all = true, true
+	local alg, q, cap, tick, pt, idh, idl, A, B, C, tt, e, _
 	for i = 1, n do
-		local alg, q, cap, tick, pt, _, _, idh, idl = limit(i)
-		if alg == LOG or alg == BUCKETED then
+		alg, q, cap, tick, pt, _, _, idh, idl = limit(i)
+		if alg == 2 or alg == 3 then -- LOG, BUCKETED
 			fast = false
 			break
 		end
-		local A, B, C
 		if blob then
 			local h, l
-			h, l, A, B, C = unpack(RECORD, blob, 32 * (i - 1) + 1)
+			h, l, A, B, C = unpack('<I4I4ddd', blob, 32 * i - 31)
 			if h ~= idh or l ~= idl then
 				fast = false
 				break
 			end
 		end
-		local p = pt * tick
-		local tt = now
+		tt = now
 		if tick ~= 1 then tt = fdiv(now, tick) end
-		local e = 0
-		if not blob then -- fresh
-			A, B, C = 0, 0, 0
-			if alg == FIXED then
-				A = fdiv(now, p)
-			elseif alg == SLIDING then
-				A = fdiv(tt, pt)
-			elseif alg == TOKEN then
-				A, B = cap * pt, tt
-			else
-				A = tt
-			end
-		end
-		-- roll
-		if alg == FIXED then
+		e = 0 -- SlidingWindow: ticks into the window; GCRA, LeakyBucket: the debt
+		local ok = cost <= cap
+		if alg == 1 then -- FIXED: fresh, roll, need
+			local p = pt * tick
+			if not blob then A, B, C = fdiv(now, p), 0, 0 end
 			if now >= (A + 1) * p then A, B = fdiv(now, p), 0 end
-		elseif alg == SLIDING then
+			ok = ok and B + cost <= q
+		elseif alg == 0 then -- SLIDING
+			if not blob then A, B, C = fdiv(tt, pt), 0, 0 end
 			local start = A * pt
 			if tt < start then
 				e = 0
@@ -263,10 +185,13 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 				A, B, C = fdiv(tt, pt), 0, 0
 				e = tt - A * pt
 			end
-		elseif alg == TOKEN then
+			ok = ok and B * (pt - e) + C * pt + cost * pt <= q * pt
+		elseif alg == 4 then -- TOKEN
 			local full = cap * pt
+			if not blob then A, B, C = full, tt, 0 end
 			A = min(A, full)
 			if tt > B then
+				-- A product past 2^53 is rounded, but then it is past full − A too.
 				if (tt - B) * q >= full - A then
 					A = full
 				else
@@ -274,115 +199,84 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 				end
 				B = tt
 			end
-		else
+			ok = ok and A >= cost * pt
+		else -- GCRA, LEAKY
+			if not blob then A, B, C = tt, 0, 0 end
 			if B >= q then B = q - 1 end
 			if A < tt then A, B = tt, 0 end
-			e = gdebtn(A, B, tt, q, debtf * cap * pt) -- e holds the debt here
-		end
-		-- need
-		local ok, wait = true, 0
-		if cost > cap then
-			ok, wait = false, -1
-		elseif alg == FIXED then
-			if B + cost > q then ok, wait = false, (A + 1) * p - now end
-		elseif alg == SLIDING then
-			if B * (pt - e) + C * pt + cost * pt > q * pt then
-				local at
-				local r = q - C - cost
-				if r >= 0 and B > 0 and pt - fdiv(r * pt, B) < pt then
-					at = A * pt + pt - fdiv(r * pt, B)
-				else
-					local e2 = 0
-					if C > 0 then e2 = max(pt - fdiv((q - cost) * pt, C), 0) end
-					at = (A + 1) * pt + e2
-				end
-				ok, wait = false, at * tick - now
+			-- The debt Q·(TAT − t), capped at m·P (at the cap a charge changes
+			-- nothing, whether the true debt is at it or past it). Both tests
+			-- are exact: the products they avoid could round to the cap.
+			local mp = debtf * cap * pt
+			local dt = A - tt
+			if dt > fdiv(mp, q) then
+				e = mp
+			else
+				local x = dt * q
+				if B > mp - x then e = mp else e = x + B end
 			end
-		elseif alg == TOKEN then
-			if A < cost * pt then ok, wait = false, B * tick - now + cdiv(cost * pt - A, q) * tick end
-		else
-			local debt = e
-			local excess = debt + (cost - cap) * pt
-			if excess > 0 then
-				ok, wait = false, tt * tick - now + cdiv(excess, q) * tick
-			elseif alg == LEAKY and debt > 0 then
-				wait = max(tt * tick - now + cdiv(debt, q) * tick, 0)
-			end
+			ok = ok and e + (cost - cap) * pt <= 0
 		end
-		allowed = allowed and ok
-		local j = W * (i - 1)
-		st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5] = alg, q, cap, tick, pt
-		st[j + 6], st[j + 7], st[j + 8], st[j + 9], st[j + 10] = tt, e, A, B, C
-		st[j + 11], st[j + 12] = idh, idl
-		j = 4 * (i - 1)
-		out[j + 1], out[j + 2] = ok and 1 or 0, wait
+		all = all and ok
+		if st then
+			local j = W * (i - 1)
+			st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5], st[j + 6] = alg, q, cap, tick, pt, idh
+			st[j + 7], st[j + 8], st[j + 9], st[j + 10], st[j + 11], st[j + 12] = idl, A, B, C, tt, e
+		end
 	end
 	if fast then
-		local write = kind == TAKE and allowed
-		local keep, recs = 0, { '', '', '' }
+		local write = all and kind == TAKE
+		local keep, recs = 0, ''
 		for i = 1, n do
-			local j = W * (i - 1)
-			local alg, q, cap, tick, pt = st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5]
-			local tt, e, A, B, C = st[j + 6], st[j + 7], st[j + 8], st[j + 9], st[j + 10]
+			if st then
+				local j = W * (i - 1)
+				alg, q, cap, tick, pt, idh = st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5], st[j + 6]
+				idl, A, B, C, tt, e = st[j + 7], st[j + 8], st[j + 9], st[j + 10], st[j + 11], st[j + 12]
+			end
 			local m = debtf * cap
-			if write then -- add
-				local d = min(cost, m)
-				if d ~= 0 then
-					if alg == FIXED then
-						B = min(max(B + d, 0), m)
-					elseif alg == SLIDING then
-						C = min(C + d, m)
-					elseif alg == TOKEN then
-						A = max(A - d * pt, cap * pt - m * pt)
-					elseif e < m * pt then -- at the cap a charge changes nothing
-						local debt = min(e + d * pt, m * pt)
-						local k = fdiv(debt, q)
-						A, B, e = tt + k, debt - k * q, debt
-					end
-				end
-			end
-			local rem, reset = q, 0 -- report
-			if alg == FIXED then
-				if B ~= 0 then rem, reset = max(q - B, 0), (A + 1) * (pt * tick) - now end
-			elseif alg == SLIDING then
-				rem = q - C
-				if B > 0 then rem = rem - cdiv(B * (pt - e), pt) end
-				rem = max(rem, 0)
+			local d = 0
+			if write then d = min(cost, m) end
+			local reset = 0 -- add, then the time until fully replenished (core's report)
+			if alg == 1 then -- FIXED
+				if d ~= 0 then B = min(B + d, m) end
+				if B ~= 0 then reset = (A + 1) * (pt * tick) - now end
+			elseif alg == 0 then -- SLIDING
+				if d ~= 0 then C = min(C + d, m) end
 				if C > 0 then
-					reset = (A + 2) * pt * tick - now
+					reset = (A + 2) * (pt * tick) - now
 				elseif B > 0 then
-					reset = (A + 1) * pt * tick - now
+					reset = (A + 1) * (pt * tick) - now
 				end
-			elseif alg == TOKEN then
+			elseif alg == 4 then -- TOKEN
 				local full = cap * pt
-				rem = max(fdiv(A, pt), 0)
+				if d ~= 0 then A = max(A - d * pt, full - m * pt) end
 				if A < full then reset = B * tick - now + cdiv(full - A, q) * tick end
-			else
-				local debt = e
-				rem = max(fdiv(cap * pt - debt, pt), 0)
-				if debt ~= 0 then reset = tt * tick - now + cdiv(debt, q) * tick end
+			else -- GCRA, LEAKY
+				if d ~= 0 and e < m * pt then
+					e = min(e + d * pt, m * pt)
+					local k = fdiv(e, q)
+					A, B = tt + k, e - k * q
+				end
+				if e ~= 0 then reset = tt * tick - now + cdiv(e, q) * tick end
 			end
-			local k = 4 * (i - 1)
-			out[k + 3], out[k + 4] = rem, reset
-			keep = max(keep, reset)
-			recs[i] = pack(RECORD, st[j + 11], st[j + 12], A, B, C)
+			if reset > keep then keep = reset end
+			local rec = pack('<I4I4ddd', idh, idl, A, B, C)
+			if i == 1 then recs = rec else recs = recs .. rec end
 		end
-		local reply = packout(out)
+		local reply = pack('<d', now) .. (all and '1' or '0') .. (blob or '')
 		if opttl > 0 then
 			local r = claim(write, reply)
 			if r then return r end
 		end
 		if keep == 0 then
 			if blob then redis.call('DEL', KEYS[1]) end
-		else
-			local rec = table.concat(recs)
-			if write or rec ~= blob then
-				redis.call('SET', KEYS[1], rec, 'PX', cdiv(keep, 1000) + margin)
-			end
+		elseif write or recs ~= blob then
+			redis.call('SET', KEYS[1], recs, 'PX', cdiv(keep, 1000) + margin)
 		end
 		return reply
 	end
 end
+-- FAST END
 
 -- One table per limit: its parameters (core.Params), its state (core.State:
 -- A, B, C), the call's position (tt: now in ticks; e: SlidingWindow ticks

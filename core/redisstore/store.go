@@ -391,25 +391,24 @@ func rearm(args []any) {
 
 func isNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
 
-// decode builds the Decision of op from the script's reply: 4 little-endian
-// doubles per limit (allowed, retry or delay µs, remaining, reset µs), each
-// an integer below 2^53.
+// decode builds the Decision of op from the script's reply: a fast reply
+// (see decodeFast) or a general one, 4 little-endian doubles per limit
+// (allowed, retry or delay µs, remaining, reset µs), each an integer below
+// 2^53.
 func decode(op *core.Op, reply any) (core.Decision, error) {
 	r, ok := reply.(string)
+	if ok && len(r)%32 == fastHeader {
+		return decodeFast(op, r)
+	}
 	if !ok || len(r) != 32*len(op.Limits) {
 		return core.Decision{}, fmt.Errorf("%w: %T of length %d for %d limits", ErrReply, reply, len(r), len(op.Limits))
 	}
 	var x [4]int64
-	num := func(i int) (int64, bool) {
-		f := math.Float64frombits(le64(r[8*i:]))
-		v := int64(f)
-		return v, float64(v) == f && f > -(1<<53) && f < 1<<53
-	}
 	ls := make([]core.LimitState, len(op.Limits))
 	allowed := true
 	for i := range ls {
 		for j := range x {
-			if x[j], ok = num(4*i + j); !ok {
+			if x[j], ok = exact(r[32*i+8*j:]); !ok {
 				return core.Decision{}, fmt.Errorf("%w: value %d is not an integer", ErrReply, 4*i+j)
 			}
 		}
@@ -428,6 +427,60 @@ func decode(op *core.Op, reply any) (core.Decision, error) {
 		}
 	}
 	return core.Combine(op, ls), nil
+}
+
+// fastHeader is the length of a fast reply's head: the time and the verdict.
+const fastHeader = 9
+
+// decodeFast builds the Decision of op from a reply of the script's fast
+// path: the time it decided at (µs, a little-endian double), its verdict
+// ('1' allowed, '0' denied) and the states it read, one 32-byte record per
+// limit in order, or none for a fresh key. The Decision is core.Step's on
+// those states at that time, which is what the script ported and applied;
+// a verdict that differs from Step's is an error, never a silent drift
+// between the store and core.
+func decodeFast(op *core.Op, r string) (core.Decision, error) {
+	now, ok := exact(r)
+	recs := r[fastHeader:]
+	n := len(op.Limits)
+	if !ok || (r[8] != '0' && r[8] != '1') || (len(recs) != 0 && len(recs) != 32*n) {
+		return core.Decision{}, fmt.Errorf("%w: fast reply of length %d for %d limits", ErrReply, len(r), n)
+	}
+	var buf [4]core.State
+	states := buf[:0]
+	if n <= len(buf) {
+		states = buf[:n]
+	} else {
+		states = make([]core.State, n)
+	}
+	for i := 0; i < len(recs); i += 32 {
+		st := &states[i/32]
+		st.Ident = uint64(uint32(le64(recs[i:])))<<32 | uint64(uint32(le64(recs[i+4:])))
+		var a, b, c bool
+		st.A, a = exact(recs[i+8:])
+		st.B, b = exact(recs[i+16:])
+		st.C, c = exact(recs[i+24:])
+		if !a || !b || !c {
+			return core.Decision{}, fmt.Errorf("%w: record %d holds a value that is not an integer", ErrReply, i/32)
+		}
+	}
+	var d core.Decision
+	if _, err := core.StepTo(op, now, states, &d); err != nil {
+		return core.Decision{}, err
+	}
+	if d.Allowed != (r[8] == '1') {
+		return core.Decision{}, fmt.Errorf("%w: the script's verdict (%c) differs from core.Step's", ErrReply, r[8])
+	}
+	return d, nil
+}
+
+// exact reads the little-endian double at the start of s as an int64, and
+// whether it is an integer of magnitude at most 2^53, as every number the
+// script sends is (a state may reach 2^53: DebtFactor × capacity).
+func exact(s string) (int64, bool) {
+	f := math.Float64frombits(le64(s))
+	v := int64(f)
+	return v, float64(v) == f && f >= -(1<<53) && f <= 1<<53
 }
 
 // le64 reads a little-endian uint64 from the first 8 bytes of s.
