@@ -28,13 +28,16 @@
 --          period (ticks), precision (µs, 0 but for BucketedWindow), buckets
 --          (0 but for BucketedWindow), ident high 32 bits, ident low 32 bits.
 --          They are the same for every call of a Limiter, so the client
---          formats them once, and one struct.unpack reads a limit's.
+--          formats them once, and one struct.unpack reads a limit's. A
+--          specialized copy of this script (fastpath.go) holds them in its
+--          text and is run without ARGV[5].
 --
 -- Times until an instant are computed as (start·tick − now) + span·tick, not
 -- (start + span)·tick − now: each term is then below 2^53 even where the sum
 -- of now and the span is not.
 --
--- Reply: a string of 4 little-endian doubles per limit, in order: allowed
+-- Reply: from the fast path, FASTREPLY (below); else a string of 4
+-- little-endian doubles per limit, in order: allowed
 -- (1 or 0); when allowed the queueing delay µs (LeakyBucket; else 0), when
 -- denied the time µs until the cost could pass, -1 for never; units
 -- remaining after the operation; µs until fully replenished. (One string:
@@ -65,34 +68,13 @@ local function cdiv(a, b) return -fdiv(-a, b) end
 local now
 if ARGV[1] == '' then
 	local t = redis.call('TIME') -- Redis ≥ 5 replicates a script's effects, not the script
-	now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+	now = t[1] * 1000000 + t[2] -- the strings are converted as by tonumber
 else
 	now = tonumber(ARGV[1])
 end
 local kind = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local opttl = tonumber(ARGV[4])
-local P = ARGV[5]
-local margin, debtf, n = unpack('<ddd', P)
-
-local RECORD = '<I4I4ddd'
-local OUT = '<dddd'
-
--- limit returns the parameters of limit i: alg, q, cap, tick, pt, prec, nb,
--- idh, idl.
-local LIMIT = '<ddddddddd'
-local function limit(i) return unpack(LIMIT, P, 25 + 72 * (i - 1)) end
-
--- packout returns the reply for out, a table of 4 numbers per limit.
-local function packout(out)
-	if n == 1 then return pack(OUT, out[1], out[2], out[3], out[4]) end
-	local parts = {}
-	for i = 1, n do
-		local j = 4 * (i - 1)
-		parts[i] = pack(OUT, out[j + 1], out[j + 2], out[j + 3], out[j + 4])
-	end
-	return table.concat(parts)
-end
 
 -- Operation records (KEYS[2], when opttl > 0). A retried operation that
 -- already went through returns its first reply, and changes nothing. The
@@ -140,6 +122,8 @@ local blob = redis.call('GET', KEYS[1])
 -- is replaced by the same steps specialized to that layout's numbers
 -- (fastpath.go): no parameters to unpack, no branch on the algorithm.
 -- FAST BEGIN
+local P = ARGV[5]
+local margin, debtf, n = unpack('<ddd', P)
 if kind <= PEEK and (not blob or #blob == 32 * n) then
 	local W = 12
 	local st
@@ -149,7 +133,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 	local fast, all = true, true
 	local alg, q, cap, tick, pt, idh, idl, A, B, C, tt, e, _
 	for i = 1, n do
-		alg, q, cap, tick, pt, _, _, idh, idl = limit(i)
+		alg, q, cap, tick, pt, _, _, idh, idl = unpack('<ddddddddd', P, 72 * i - 47)
 		if alg == 2 or alg == 3 then -- LOG, BUCKETED
 			fast = false
 			break
@@ -277,6 +261,31 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 	end
 end
 -- FAST END
+
+-- The general path. Its parameters: ARGV[5], or in a specialized script
+-- (fastpath.go) the same string written in the script, which is then run
+-- without ARGV[5].
+local P = ARGV[5] -- PARAMS
+local margin, debtf, n = unpack('<ddd', P)
+
+local RECORD = '<I4I4ddd'
+local OUT = '<dddd'
+
+-- limit returns the parameters of limit i: alg, q, cap, tick, pt, prec, nb,
+-- idh, idl.
+local LIMIT = '<ddddddddd'
+local function limit(i) return unpack(LIMIT, P, 25 + 72 * (i - 1)) end
+
+-- packout returns the reply for out, a table of 4 numbers per limit.
+local function packout(out)
+	if n == 1 then return pack(OUT, out[1], out[2], out[3], out[4]) end
+	local parts = {}
+	for i = 1, n do
+		local j = 4 * (i - 1)
+		parts[i] = pack(OUT, out[j + 1], out[j + 2], out[j + 3], out[j + 4])
+	end
+	return table.concat(parts)
+end
 
 -- One table per limit: its parameters (core.Params), its state (core.State:
 -- A, B, C), the call's position (tt: now in ticks; e: SlidingWindow ticks

@@ -28,10 +28,11 @@ type batcher struct {
 // the call for the usual case: one allocation per operation), and when
 // batched its context and the channel its worker answers on.
 type call struct {
-	keys []string
-	args []any
-	ctx  context.Context
-	done chan result // buffered: a worker never blocks on a caller that left
+	script *script
+	keys   []string
+	args   []any
+	ctx    context.Context
+	done   chan result // buffered: a worker never blocks on a caller that left
 
 	once   sendOnce
 	keyBuf [2]string
@@ -144,14 +145,14 @@ func (b *batcher) run(batch []*call) {
 	}
 	if len(live) == 1 {
 		c := live[0]
-		v, err := run(ctx, b.client, c.keys, c.args)
+		v, err := run(ctx, b.client, c.script, c.keys, c.args)
 		c.done <- result{v: v, err: err}
 		return
 	}
 	cmds := make([]*redis.Cmd, len(live))
 	pipe := b.client.Pipeline()
 	for i, c := range live {
-		cmds[i] = pipe.EvalSha(ctx, applySHA, c.keys, c.args...)
+		cmds[i] = pipe.EvalSha(ctx, c.script.sha, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var again []int
@@ -164,7 +165,7 @@ func (b *batcher) run(batch []*call) {
 		pipe = b.client.Pipeline()
 		for _, i := range again {
 			rearm(live[i].args)
-			cmds[i] = pipe.Eval(ctx, applyLua, live[i].keys, live[i].args...)
+			cmds[i] = pipe.Eval(ctx, live[i].script.src, live[i].keys, live[i].args...)
 		}
 		_, _ = pipe.Exec(ctx)
 	}

@@ -31,11 +31,14 @@ func TestCluster(t *testing.T) {
 			s := newStore(t, c, opts...)
 			ms := memstore.New(memstore.WithSweepInterval(0))
 			defer ms.Close()
-			limits := []core.Limit{
+			// Keys of odd rank take limits without logs: a specialized
+			// script, which each master loads on its first NOSCRIPT.
+			withLogs := []core.Limit{
 				core.PerSecond(5).WithAlgorithm(core.GCRA),
 				core.PerMinute(8).WithAlgorithm(core.SlidingLog),
 				core.PerMinute(12).WithAlgorithm(core.BucketedWindow).WithPrecision(10 * time.Second),
 			}
+			noLogs := []core.Limit{core.PerSecond(5).WithAlgorithm(core.TokenBucket), core.PerMinute(8), core.PerHour(12).WithAlgorithm(core.FixedWindow)}
 			keys := make([]string, 240)
 			for i := range keys {
 				keys[i] = []string{"user-%d", "{a}%d", "}%d{", "{%d}", "a{b}c%d", strings.Repeat("x", 300) + "%d"}[i%6]
@@ -49,6 +52,10 @@ func TestCluster(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := w; i < len(keys); i += 8 {
+						limits := withLogs
+						if i%2 == 1 {
+							limits = noLogs
+						}
 						for j := range 6 {
 							op := core.Op{Key: keys[i], Limits: limits, Cost: 1, Now: now.Add(time.Duration(j) * 100 * time.Millisecond)}
 							if j == 5 {

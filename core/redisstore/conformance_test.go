@@ -8,8 +8,8 @@ import (
 )
 
 // TestConformance runs the storetest suite, which holds every decision to
-// core.Step's, against the store with each call its own round trip, and
-// with batching.
+// core.Step's, against the store with each call its own round trip, with
+// batching, and with the generic script only (no layout specialized).
 func TestConformance(t *testing.T) {
 	c := newClient(t)
 	o := storetest.Options{Traces: 40, Goroutines: 32, Attempts: 100}
@@ -18,5 +18,12 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run("batched", func(t *testing.T) {
 		storetest.RunWithOptions(t, func(t *testing.T) core.Store { return newStore(t, c, WithBatching(64, 4)) }, o)
+	})
+	t.Run("generic", func(t *testing.T) {
+		storetest.RunWithOptions(t, func(t *testing.T) core.Store {
+			s := newStore(t, c)
+			s.maxScripts = 0
+			return s
+		}, o)
 	})
 }

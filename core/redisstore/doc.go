@@ -22,6 +22,17 @@
 // field by field. Invalid operations are rejected in Go, before any I/O,
 // with core's errors.
 //
+// The commonest operation, a Take or a Peek over limits without logs on a
+// key that holds their state, takes the script's fast path: it decides,
+// writes, and replies with the time it used, its verdict and the states it
+// read; the client computes the Decision from them with core.Step and fails
+// the call (ErrReply) should the script's verdict ever differ. For each
+// Limiter's limits without logs (up to 64 layouts per Store), the store runs
+// a copy of the script specialized to them: the fast path written out with
+// the limits' numbers as literals, which halves the server's time per limit.
+// Each such copy is one more script in the server's cache (about 10 KB);
+// processes with the same limits and margin share it.
+//
 // # Keys
 //
 // With the prefix p (WithPrefix, default "tollgate:"), a user key k and a

@@ -30,12 +30,12 @@ func TestSameOperationTwiceChargesOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			op := core.Op{Kind: kind, Key: key, Limits: limits, Cost: 3}
-			keys, args := s.command(&op)
-			first, err := run(ctx, c, keys, args)
+			sc, keys, args := s.command(&op)
+			first, err := run(ctx, c, sc, keys, args)
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := run(ctx, c, keys, args)
+			again, err := run(ctx, c, sc, keys, args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,11 +70,11 @@ func TestSecondSendRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		op := core.Op{Kind: kind, Key: key, Limits: limits, Cost: 3}
-		keys, args := s.command(&op)
-		if _, err := run(ctx, c, keys, args); err != nil {
+		sc, keys, args := s.command(&op)
+		if _, err := run(ctx, c, sc, keys, args); err != nil {
 			t.Fatalf("%s: first send: %v", kind, err)
 		}
-		if _, err := run(ctx, c, keys, args); !errors.Is(err, ErrResent) {
+		if _, err := run(ctx, c, sc, keys, args); !errors.Is(err, ErrResent) {
 			t.Errorf("%s: second send = %v, want ErrResent", kind, err)
 		}
 		d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
@@ -86,18 +86,18 @@ func TestSecondSendRefused(t *testing.T) {
 		}
 	}
 	peek := core.Op{Kind: core.Peek, Key: "once-take", Limits: limits}
-	keys, args := s.command(&peek)
+	sc, keys, args := s.command(&peek)
 	for range 2 {
-		if _, err := run(ctx, c, keys, args); err != nil {
+		if _, err := run(ctx, c, sc, keys, args); err != nil {
 			t.Fatalf("a Peek sent again: %v", err)
 		}
 	}
 	op := core.Op{Kind: core.Take, Key: "once-noscript", Limits: limits, Cost: 1}
-	keys, args = s.command(&op)
+	sc, keys, args = s.command(&op)
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	reply, err := run(ctx, c, keys, args) // NOSCRIPT, then EVAL: two sends
+	reply, err := run(ctx, c, sc, keys, args) // NOSCRIPT, then EVAL: two sends
 	if err != nil {
 		t.Fatalf("a Take after SCRIPT FLUSH: %v", err)
 	}
@@ -126,12 +126,12 @@ func TestSameTakeTwiceRepliesOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			op := core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 6}
-			keys, args := s.command(&op)
-			first, err := run(ctx, c, keys, args)
+			sc, keys, args := s.command(&op)
+			first, err := run(ctx, c, sc, keys, args)
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := run(ctx, c, keys, args)
+			again, err := run(ctx, c, sc, keys, args)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
@@ -24,12 +23,6 @@ import (
 
 //go:embed apply.lua
 var applyLua string
-
-// applySHA is the SHA-1 of applyLua, the name EVALSHA runs it by.
-var applySHA = func() string {
-	sum := sha1.Sum([]byte(applyLua))
-	return hex.EncodeToString(sum[:])
-}()
 
 // Client is the part of a go-redis client the store uses. *redis.Client,
 // *redis.ClusterClient, *redis.Ring and the client of
@@ -62,10 +55,13 @@ type Store struct {
 	closed atomic.Bool
 
 	// ARGV[5], the limits' parameters, formatted once per slice of limits
-	// (see params). At most maxArgCache entries.
-	argCache sync.Map // argKey → *argEntry
-	argCount atomic.Int64
-	once     sync.Once
+	// (see params), with the script for them. At most maxArgCache entries,
+	// of which at most maxScripts have a specialized script.
+	argCache    sync.Map // argKey → *argEntry
+	argCount    atomic.Int64
+	scriptCount atomic.Int64
+	maxScripts  int64
+	once        sync.Once
 }
 
 // Defaults of the options.
@@ -167,12 +163,13 @@ func New(client Client, opts ...Option) (*Store, error) {
 	var seed [8]byte
 	_, _ = rand.Read(seed[:]) // never fails (crypto/rand panics instead)
 	s := &Store{
-		client:    client,
-		prefix:    c.prefix,
-		maxKeyLen: c.maxKeyLen,
-		margin:    ceilMillis(c.margin),
-		opTTL:     ceilMillis(c.opTTL),
-		opBase:    hex.EncodeToString(seed[:]) + ".",
+		client:     client,
+		prefix:     c.prefix,
+		maxKeyLen:  c.maxKeyLen,
+		margin:     ceilMillis(c.margin),
+		opTTL:      ceilMillis(c.opTTL),
+		opBase:     hex.EncodeToString(seed[:]) + ".",
+		maxScripts: maxScripts,
 	}
 	if c.batch > 0 {
 		s.batch = newBatcher(client, c.batchSize, c.batch)
@@ -201,7 +198,7 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 		reply, err = s.batch.do(ctx, c)
 	} else {
 		stampRecordTTL(ctx, c.args)
-		reply, err = run(ctx, s.client, c.keys, c.args)
+		reply, err = run(ctx, s.client, c.script, c.keys, c.args)
 	}
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
@@ -213,12 +210,12 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	return d, nil
 }
 
-// command returns the KEYS and ARGV of the script for op (see apply.lua).
-// op is valid. ARGV[4] (args[3]) is the longest life of the operation's
-// record, or 0 for none: send sets it to the record's TTL.
-func (s *Store) command(op *core.Op) (keys []string, args []any) {
+// command returns the script for op, and its KEYS and ARGV (see
+// apply.lua). op is valid. ARGV[4] (args[3]) is the longest life of the
+// operation's record, or 0 for none: send sets it to the record's TTL.
+func (s *Store) command(op *core.Op) (sc *script, keys []string, args []any) {
 	c := s.newCall(op)
-	return c.keys, c.args
+	return c.script, c.keys, c.args
 }
 
 // newCall returns the call of op's script (see command).
@@ -243,9 +240,14 @@ func (s *Store) newCall(op *core.Op) *call {
 		c.once.kind = kindArgs[op.Kind]
 		args[1] = &c.once
 	}
-	params, logs := s.params(op.Limits)
-	args[4] = params
-	if logs {
+	e := s.params(op.Limits)
+	c.script = e.script
+	if e.script == generic {
+		args[4] = e.params
+	} else {
+		args = args[:4] // the script holds its parameters
+	}
+	if e.logs {
 		for i := range op.Limits {
 			p, _ := op.Limits[i].Params() // op is valid
 			if p.Algorithm != core.SlidingLog && p.Algorithm != core.BucketedWindow {
@@ -276,33 +278,58 @@ type argKey struct {
 
 type argEntry struct {
 	limits []core.Limit // a copy: the slice's contents when the entry was made
-	params any          // the formatted string, boxed once
-	logs   bool
+	params any          // ARGV[5], the formatted string, boxed once
+	logs   bool         // whether some limit has a log (and so a key of its own)
+	script *script      // the script to run: specialized, or generic
 }
 
-// params returns ARGV[5] for limits (a string, boxed), and whether any of
-// them has a log. It is formatted once per slice of limits (a Limiter
+// params returns ARGV[5] for limits, whether any of them has a log, and the
+// script to run for them. It is made once per slice of limits (a Limiter
 // passes the same slice to every call) and kept by the slice's address and
 // length, used only while the slice still holds the limits it was made
-// for.
-func (s *Store) params(limits []core.Limit) (any, bool) {
+// for. A slice met anew, or past the cache's bound, gets the generic
+// script.
+func (s *Store) params(limits []core.Limit) *argEntry {
 	k := argKey{unsafe.SliceData(limits), len(limits)}
 	if v, ok := s.argCache.Load(k); ok {
-		e := v.(*argEntry)
-		if slices.Equal(limits, e.limits) {
-			return e.params, e.logs
+		if e := v.(*argEntry); slices.Equal(limits, e.limits) {
+			return e
 		}
-		return formatParams(limits, s.margin)
+		return s.newEntry(limits, false)
 	}
+	if s.argCount.Load() >= maxArgCache {
+		return s.newEntry(limits, false)
+	}
+	e := s.newEntry(limits, true)
+	if _, loaded := s.argCache.LoadOrStore(k, e); !loaded {
+		s.argCount.Add(1)
+	} else if e.script != generic {
+		s.scriptCount.Add(-1) // another goroutine's entry won: give the slot back
+	}
+	return e
+}
+
+// newEntry formats the entry of limits; cached says whether it is to be kept,
+// and so worth a specialized script (one of at most maxScripts).
+func (s *Store) newEntry(limits []core.Limit, cached bool) *argEntry {
 	params, logs := formatParams(limits, s.margin)
-	boxed := any(params)
-	if s.argCount.Load() < maxArgCache {
-		e := &argEntry{limits: slices.Clone(limits), params: boxed, logs: logs}
-		if _, loaded := s.argCache.LoadOrStore(k, e); !loaded {
-			s.argCount.Add(1)
-		}
+	e := &argEntry{params: any(params), logs: logs, script: generic}
+	if !cached {
+		return e
 	}
-	return boxed, logs
+	e.limits = slices.Clone(limits)
+	if logs || s.scriptCount.Add(1) > s.maxScripts {
+		if !logs {
+			s.scriptCount.Add(-1)
+		}
+		return e
+	}
+	if sc := specialize(limits, params, s.margin); sc != nil {
+		e.script = sc
+	} else {
+		s.scriptCount.Add(-1)
+	}
+	return e
 }
 
 // formatParams formats ARGV[5] (see apply.lua): little-endian doubles, which
@@ -347,13 +374,13 @@ func stampRecordTTL(ctx context.Context, args []any) {
 	}
 }
 
-// run runs the script with EVALSHA, and with EVAL (which loads it) when
-// the server does not have it.
-func run(ctx context.Context, c Client, keys []string, args []any) (any, error) {
-	v, err := c.EvalSha(ctx, applySHA, keys, args...).Result()
+// run runs sc with EVALSHA, and with EVAL (which loads it) when the server
+// does not have it.
+func run(ctx context.Context, c Client, sc *script, keys []string, args []any) (any, error) {
+	v, err := c.EvalSha(ctx, sc.sha, keys, args...).Result()
 	if err != nil && isNoScript(err) {
 		rearm(args)
-		v, err = c.Eval(ctx, applyLua, keys, args...).Result()
+		v, err = c.Eval(ctx, sc.src, keys, args...).Result()
 	}
 	return v, err
 }
@@ -389,7 +416,9 @@ func rearm(args []any) {
 	}
 }
 
-func isNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
+// isNoScript reports whether err is the server's NOSCRIPT. (It tests nil
+// first: HasErrorPrefix allocates, and most commands succeed.)
+func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // decode builds the Decision of op from the script's reply: a fast reply
 // (see decodeFast) or a general one, 4 little-endian doubles per limit

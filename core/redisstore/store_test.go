@@ -152,20 +152,30 @@ func TestWrongTypeIsAnErrorNotAPanic(t *testing.T) {
 }
 
 // TestScriptFlushWhileServing flushes the script cache again and again while
-// 16 goroutines decide: the store reloads the script (NOSCRIPT → EVAL) and
-// no decision is lost or doubled.
+// 16 goroutines decide: the store reloads its script (NOSCRIPT → EVAL),
+// specialized or generic, and no decision is lost or doubled.
 func TestScriptFlushWhileServing(t *testing.T) {
 	c := newClient(t)
-	for _, batched := range []bool{false, true} {
-		name, opts := "unbatched", []Option{WithBatching(0, 0)}
-		if batched {
-			name, opts = "batched", []Option{WithBatching(32, 2)}
+	for _, tc := range []struct {
+		name    string
+		batched bool
+		generic bool
+	}{{"unbatched", false, false}, {"batched", true, false}, {"generic script", true, true}} {
+		opts := []Option{WithBatching(0, 0)}
+		if tc.batched {
+			opts = []Option{WithBatching(32, 2)}
 		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, c, opts...)
+			if tc.generic {
+				s.maxScripts = 0
+			}
 			ctx := context.Background()
 			const quota = 500
-			limit := core.Per(quota, core.MaxPeriod).WithAlgorithm(core.GCRA)
+			limits := []core.Limit{core.Per(quota, core.MaxPeriod).WithAlgorithm(core.GCRA)}
+			if sc, _, _ := s.command(&core.Op{Key: "flush", Limits: limits, Cost: 1}); (sc == generic) != tc.generic {
+				t.Fatalf("the store runs the generic script: %v, want %v", sc == generic, tc.generic)
+			}
 			var admitted, failed atomic.Int64
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
@@ -185,7 +195,7 @@ func TestScriptFlushWhileServing(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for range 50 {
-						d, err := s.Apply(ctx, core.Op{Key: "flush", Limits: []core.Limit{limit}, Cost: 1})
+						d, err := s.Apply(ctx, core.Op{Key: "flush", Limits: limits, Cost: 1})
 						if err != nil {
 							failed.Add(1)
 							t.Errorf("Apply during SCRIPT FLUSH: %v", err)

@@ -1,0 +1,293 @@
+package redisstore
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// A script is a version of apply.lua: its text and the SHA-1 that EVALSHA
+// runs it by.
+type script struct {
+	src, sha string
+}
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// generic is apply.lua as embedded: every layout, every operation.
+var generic = newScript(applyLua)
+
+// Specialized scripts. For a slice of limits without logs, the store runs
+// apply.lua with its fast path (the block between "-- FAST BEGIN" and
+// "-- FAST END") replaced by the same steps written out for those limits:
+// their numbers are literals, each limit's state lives in locals of its own
+// and the branches on the algorithm are taken here. That halves the work
+// the script does per limit (struct.unpack of the parameters, the table
+// that carries states between the check and the change), which is most of
+// the server's time per decision beyond its three commands (BENCHMARKS.md).
+// The general path, which runs when the fast one does not apply, is
+// unchanged, and so are the script's arguments: a specialized script
+// decides exactly as the generic one, as the storetest suite and the
+// differential test against memstore check for both.
+//
+// Each layout is one more script in the server's script cache (about 9 KB
+// of text without comments): a Store makes at most maxScripts of them, and
+// runs the generic script for other layouts.
+
+// maxScripts is the default bound on the specialized scripts of a Store.
+const maxScripts = 64
+
+// maxFastLimits is the most limits a specialized script handles (each takes
+// 7 locals, and Lua allows 200 in a function).
+const maxFastLimits = 8
+
+// fastMarks are the lines around the fast path in apply.lua.
+const fastBegin, fastEnd = "-- FAST BEGIN\n", "-- FAST END\n"
+
+// paramsLine is the line of apply.lua that reads the general path's
+// parameters; a specialized script has them written in its text instead.
+const paramsLine = "local P = ARGV[5] -- PARAMS\n"
+
+// specialize returns the script for limits (valid), whose parameters (ARGV[5])
+// are params with the TTL margin marginMS, or nil when the generic script is
+// as fast: some limit has a log, or there are too many. The script is run
+// without ARGV[5].
+func specialize(limits []core.Limit, params string, marginMS int64) *script {
+	if len(limits) == 0 || len(limits) > maxFastLimits {
+		return nil
+	}
+	ps := make([]core.Params, len(limits))
+	for i := range limits {
+		p, err := limits[i].Params()
+		if err != nil || p.Algorithm == core.SlidingLog || p.Algorithm == core.BucketedWindow {
+			return nil
+		}
+		ps[i] = p
+	}
+	a := strings.Index(applyLua, fastBegin)
+	b := strings.Index(applyLua, fastEnd)
+	var sb strings.Builder
+	sb.Grow(len(applyLua))
+	sb.WriteString(stripComments(applyLua[:a]))
+	writeFast(&sb, ps, marginMS)
+	rest := stripComments(applyLua[b+len(fastEnd):])
+	p := strings.Index(rest, paramsLine)
+	if p < 0 {
+		panic("redisstore: apply.lua has no line " + strconv.Quote(paramsLine))
+	}
+	sb.WriteString(rest[:p])
+	sb.WriteString("local P = '")
+	for i := 0; i < len(params); i++ { // every byte as a decimal escape
+		sb.WriteByte('\\')
+		sb.WriteByte('0' + params[i]/100)
+		sb.WriteByte('0' + params[i]/10%10)
+		sb.WriteByte('0' + params[i]%10)
+	}
+	sb.WriteString("'\n")
+	sb.WriteString(rest[p+len(paramsLine):])
+	return newScript(sb.String())
+}
+
+// stripComments drops the lines of s that hold only a comment: the
+// server keeps every script's text, and most of apply.lua's is comments.
+func stripComments(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) / 2)
+	for line := range strings.SplitAfterSeq(s, "\n") {
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// Per-limit steps of the fast path, as in apply.lua's generic fast path,
+// with @A@, @B@, @C@ (the state), @t@ (now in ticks) and @e@ (SlidingWindow's
+// ticks into the window; GCRA's and LeakyBucket's debt) naming the limit's
+// locals, and {name} its numbers. check brings the state to now and ands
+// the limit's verdict into ok; change adds d (0 unless the op is an
+// admitted Take) and sets reset, the µs until fully replenished.
+var (
+	checks = map[core.Algorithm]string{
+		core.FixedWindow: `
+if not blob then @A@, @B@, @C@ = fdiv(now, {p}), 0, 0 end
+if now >= (@A@ + 1) * {p} then @A@, @B@ = fdiv(now, {p}), 0 end
+ok = ok and @B@ + cost <= {q}
+`,
+		core.SlidingWindow: `
+if not blob then @A@, @B@, @C@ = fdiv(@t@, {pt}), 0, 0 end
+do
+	local start = @A@ * {pt}
+	if @t@ < start then
+		@e@ = 0
+	elseif @t@ < start + {pt} then
+		@e@ = @t@ - start
+	elseif @t@ < start + {pt2} then
+		@A@, @B@, @C@ = @A@ + 1, @C@, 0
+		@e@ = @t@ - start - {pt}
+	else
+		@A@, @B@, @C@ = fdiv(@t@, {pt}), 0, 0
+		@e@ = @t@ - @A@ * {pt}
+	end
+end
+ok = ok and @B@ * ({pt} - @e@) + @C@ * {pt} + cost * {pt} <= {qpt}
+`,
+		core.TokenBucket: `
+if not blob then @A@, @B@, @C@ = {full}, @t@, 0 end
+@A@ = min(@A@, {full})
+if @t@ > @B@ then
+	if (@t@ - @B@) * {q} >= {full} - @A@ then
+		@A@ = {full}
+	else
+		@A@ = @A@ + (@t@ - @B@) * {q}
+	end
+	@B@ = @t@
+end
+ok = ok and @A@ >= cost * {pt}
+`,
+		core.GCRA: `
+if not blob then @A@, @B@, @C@ = @t@, 0, 0 end
+if @B@ >= {q} then @B@ = {q} - 1 end
+if @A@ < @t@ then @A@, @B@ = @t@, 0 end
+do
+	local dt = @A@ - @t@
+	if dt > {mpq} then
+		@e@ = {mp}
+	else
+		local x = dt * {q}
+		if @B@ > {mp} - x then @e@ = {mp} else @e@ = x + @B@ end
+	end
+end
+ok = ok and @e@ + (cost - {cap}) * {pt} <= 0
+`,
+	}
+	changes = map[core.Algorithm]string{
+		core.FixedWindow: `
+if d ~= 0 then @B@ = min(@B@ + min(d, {m}), {m}) end
+if @B@ ~= 0 then reset = (@A@ + 1) * {p} - now end
+`,
+		core.SlidingWindow: `
+if d ~= 0 then @C@ = min(@C@ + min(d, {m}), {m}) end
+if @C@ > 0 then
+	reset = (@A@ + 2) * {p} - now
+elseif @B@ > 0 then
+	reset = (@A@ + 1) * {p} - now
+end
+`,
+		core.TokenBucket: `
+if d ~= 0 then @A@ = max(@A@ - min(d, {m}) * {pt}, {floor}) end
+if @A@ < {full} then reset = @B@ * {tick} - now + cdiv({full} - @A@, {q}) * {tick} end
+`,
+		core.GCRA: `
+if d ~= 0 and @e@ < {mp} then
+	@e@ = min(@e@ + min(d, {m}) * {pt}, {mp})
+	local k = fdiv(@e@, {q})
+	@A@, @B@ = @t@ + k, @e@ - k * {q}
+end
+if @e@ ~= 0 then reset = @t@ * {tick} - now + cdiv(@e@, {q}) * {tick} end
+`,
+	}
+)
+
+// writeFast writes the fast path for limits of parameters ps (no logs):
+// the same reply and writes as the generic one in apply.lua.
+func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
+	n := len(ps)
+	locals := func(i int) []string {
+		s := strconv.Itoa(i + 1)
+		return []string{"A" + s, "B" + s, "C" + s, "t" + s, "e" + s}
+	}
+	var rec, recArgs, idents, vars []string
+	for i, p := range ps {
+		l := locals(i)
+		vars = append(vars, l...)
+		rec = append(rec, "I4I4ddd")
+		recArgs = append(recArgs, strconv.FormatUint(p.Ident>>32, 10), strconv.FormatUint(p.Ident&0xffffffff, 10), l[0], l[1], l[2])
+		idents = append(idents, "h"+strconv.Itoa(i+1)+" == "+strconv.FormatUint(p.Ident>>32, 10),
+			"l"+strconv.Itoa(i+1)+" == "+strconv.FormatUint(p.Ident&0xffffffff, 10))
+	}
+	var hl, ids []string // the unpacked records; their identities
+	for i := range ps {
+		s := strconv.Itoa(i + 1)
+		l := locals(i)
+		hl = append(hl, "h"+s, "l"+s, l[0], l[1], l[2])
+		ids = append(ids, "h"+s, "l"+s)
+	}
+	w := func(s ...string) {
+		for _, x := range s {
+			b.WriteString(x)
+		}
+	}
+	w("if kind <= PEEK and (not blob or #blob == ", strconv.Itoa(32*n), ") then\n")
+	w("local ", strings.Join(vars, ", "), "\n")
+	w("local ", strings.Join(ids, ", "), "\n")
+	w("if blob then ", strings.Join(hl, ", "), " = unpack('<", strings.Join(rec, ""), "', blob) end\n")
+	w("if not blob or (", strings.Join(idents, " and "), ") then\n")
+	w("local ok = true\n")
+	for i, p := range ps {
+		l := locals(i)
+		r := replacer(p, l)
+		w("ok = ok and cost <= ", strconv.FormatInt(p.Capacity, 10), "\n")
+		if p.Tick == 1 {
+			w(l[3], " = now\n")
+		} else {
+			w(l[3], " = fdiv(now, ", strconv.FormatInt(p.Tick, 10), ")\n")
+		}
+		w(l[4], " = 0\n")
+		w(r.Replace(checks[algo(p.Algorithm)]))
+	}
+	w("local write = ok and kind == TAKE\n")
+	w("local d, keep, reset = 0, 0, 0\n")
+	w("if write then d = cost end\n")
+	for i, p := range ps {
+		r := replacer(p, locals(i))
+		w("reset = 0\n", r.Replace(changes[algo(p.Algorithm)]), "if reset > keep then keep = reset end\n")
+	}
+	w("local recs = pack('<", strings.Join(rec, ""), "', ", strings.Join(recArgs, ", "), ")\n")
+	w(`local reply = pack('<d', now) .. (ok and '1' or '0') .. (blob or '')
+if opttl > 0 then
+	local r = claim(write, reply)
+	if r then return r end
+end
+if keep == 0 then
+	if blob then redis.call('DEL', KEYS[1]) end
+elseif write or recs ~= blob then
+	redis.call('SET', KEYS[1], recs, 'PX', cdiv(keep, 1000) + `, strconv.FormatInt(marginMS, 10), `)
+end
+return reply
+end
+end
+`)
+}
+
+// algo maps LeakyBucket to GCRA, whose steps it shares in the fast path
+// (its delay is computed by core.Step in the client).
+func algo(a core.Algorithm) core.Algorithm {
+	if a == core.LeakyBucket {
+		return core.GCRA
+	}
+	return a
+}
+
+// replacer names limit p's locals l and writes its numbers, each an
+// integer of magnitude at most 2^53 (core's bound), so exact in Lua.
+func replacer(p core.Params, l []string) *strings.Replacer {
+	m := core.DebtFactor * p.Capacity
+	mp := m * p.PeriodTicks
+	full := p.Capacity * p.PeriodTicks
+	num := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return strings.NewReplacer(
+		"@A@", l[0], "@B@", l[1], "@C@", l[2], "@t@", l[3], "@e@", l[4],
+		"{p}", num(p.Period), "{q}", num(p.Quota), "{cap}", num(p.Capacity),
+		"{pt}", num(p.PeriodTicks), "{pt2}", num(2*p.PeriodTicks), "{tick}", num(p.Tick),
+		"{qpt}", num(p.Quota*p.PeriodTicks), "{full}", num(full), "{m}", num(m),
+		"{mp}", num(mp), "{mpq}", num(mp/p.Quota), "{floor}", num(full-mp),
+	)
+}
