@@ -107,56 +107,66 @@ func TestSecondSendRefused(t *testing.T) {
 }
 
 // TestSameTakeTwiceRepliesOnce runs one Take that empties the limit twice,
-// on every path of the script (one GCRA limit, limits without a log, limits
-// with one): the second run, which alone would be denied, returns the first
-// reply, allowed, and charges nothing.
+// on every path of the script (the fast path of a specialized script and of
+// the generic one, the general path for limits with a log): the second run,
+// which alone would be denied, returns the first reply, allowed, and
+// charges nothing.
 func TestSameTakeTwiceRepliesOnce(t *testing.T) {
 	c := newClient(t)
-	s := newStore(t, c, WithOpTTL(5*time.Second))
-	ctx := context.Background()
+	special := newStore(t, c, WithOpTTL(5*time.Second))
+	plain := newStore(t, c, WithOpTTL(5*time.Second))
+	plain.maxScripts = 0
 	for name, limits := range map[string][]core.Limit{
 		"gcra":         {core.PerMinute(10).WithAlgorithm(core.GCRA)},
 		"leaky":        {core.PerMinute(10).WithAlgorithm(core.LeakyBucket)},
 		"without logs": {core.PerMinute(10).WithAlgorithm(core.GCRA), core.PerMinute(10).WithAlgorithm(core.FixedWindow)},
 		"with a log":   {core.PerMinute(10).WithAlgorithm(core.GCRA), core.PerMinute(10).WithAlgorithm(core.SlidingLog)},
 	} {
-		t.Run(name, func(t *testing.T) {
-			key := "brim-" + name
-			if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
-				t.Fatal(err)
-			}
-			op := core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 6}
-			sc, keys, args := s.command(&op)
-			first, err := run(ctx, c, sc, keys, args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := run(ctx, c, sc, keys, args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(first, again) {
-				t.Errorf("second run = %v, want the first's reply %v", again, first)
-			}
-			if d, err := decode(&op, first); err != nil || !d.Allowed {
-				t.Errorf("first run = %+v, %v, want allowed", d, err)
-			}
-			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Remaining != 0 {
-				t.Errorf("after 4 charged and Take(6) run twice: Remaining = %d, want 0", d.Remaining)
-			}
-			// A different operation is not mistaken for the first.
-			d, err = s.Apply(ctx, core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Allowed {
-				t.Errorf("Take(1) on an empty limit allowed: %+v", d)
-			}
-		})
+		for _, s := range []*Store{special, plain} {
+			name := name + map[bool]string{true: "/generic", false: "/specialized"}[s == plain]
+			t.Run(name, func(t *testing.T) {
+				testSameTakeTwice(t, c, s, "brim-"+name, limits)
+			})
+		}
+	}
+}
+
+func testSameTakeTwice(t *testing.T, c *redis.Client, s *Store, key string, limits []core.Limit) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
+		t.Fatal(err)
+	}
+	op := core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 6}
+	sc, keys, args := s.command(&op)
+	first, err := run(ctx, c, sc, keys, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := run(ctx, c, sc, keys, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(first, again) {
+		t.Errorf("second run = %v, want the first's reply %v", again, first)
+	}
+	if d, err := decode(&op, first); err != nil || !d.Allowed {
+		t.Errorf("first run = %+v, %v, want allowed", d, err)
+	}
+	d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Remaining != 0 {
+		t.Errorf("after 4 charged and Take(6) run twice: Remaining = %d, want 0", d.Remaining)
+	}
+	// A different operation is not mistaken for the first.
+	d, err = s.Apply(ctx, core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed {
+		t.Errorf("Take(1) on an empty limit allowed: %+v", d)
 	}
 }
 
