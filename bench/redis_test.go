@@ -46,8 +46,14 @@ import (
 // counts them; the INFO calls of the measurement itself included), the
 // server's time in scripts per decision (script-µs/op: EVAL and EVALSHA
 // usec from INFO commandstats, which on a busy machine includes time the
-// server was preempted) and the client's round trips per decision (rtt/op:
-// commands plus pipelines sent, from a go-redis hook).
+// server was preempted), the client's round trips per decision (rtt/op:
+// commands plus pipelines sent, from a go-redis hook), and the CPU time
+// per decision of the server (server-cpu-µs/op: used_cpu_user and
+// used_cpu_sys from INFO cpu) and of the benchmark's process, the client
+// (client-cpu-µs/op). On a machine the client and the server share, CPU
+// time is steadier than wall time, which other work stretches; and a
+// server on a machine of its own serves at most 1/server-cpu decisions
+// per second.
 //
 //	go test -run '^$' -bench Redis -count 5 . | tee redis.txt
 func BenchmarkRedis(b *testing.B) {
@@ -81,8 +87,9 @@ func BenchmarkRedis(b *testing.B) {
 						}
 					}
 					before, reads := commandCalls(b, rdb), serverStat(b, rdb, "total_reads_processed")
-					usec := scriptUsec(b, rdb)
+					usec, scpu := scriptUsec(b, rdb), serverCPU(b, rdb)
 					trips.Store(0)
+					ccpu, cok := processCPUTime()
 					b.ResetTimer()
 					if callers == 1 {
 						for i := 0; i < b.N; i++ {
@@ -103,6 +110,10 @@ func BenchmarkRedis(b *testing.B) {
 						})
 					}
 					b.StopTimer()
+					if end, ok := processCPUTime(); ok && cok {
+						b.ReportMetric(float64(end-ccpu)/1e3/float64(b.N), "client-cpu-µs/op")
+					}
+					b.ReportMetric((serverCPU(b, rdb)-scpu)*1e6/float64(b.N), "server-cpu-µs/op")
 					b.ReportMetric(float64(trips.Load())/float64(b.N), "rtt/op")
 					b.ReportMetric(float64(commandCalls(b, rdb)-before-1)/float64(b.N), "cmds/op")
 					b.ReportMetric(float64(serverStat(b, rdb, "total_reads_processed")-reads)/float64(b.N), "reads/op")
@@ -217,6 +228,27 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		h.n.Add(1)
 		return next(ctx, cmds)
 	}
+}
+
+// serverCPU returns the server's CPU time so far, in seconds (INFO cpu:
+// used_cpu_user and used_cpu_sys).
+func serverCPU(tb testing.TB, rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("INFO cpu line %q: %v", line, err)
+			}
+			total += f
+		}
+	}
+	return total
 }
 
 // serverStat returns the integer field name of INFO stats.
