@@ -1,0 +1,115 @@
+package redisstore
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// BenchmarkScript measures the server's time per script call (server-µs/op:
+// EVALSHA usec over calls, from INFO commandstats), in pipelines of 100 Takes
+// over 1000 existing keys, every one allowed and written:
+//
+//   - floor: a script of the same three commands as a decision (TIME, GET,
+//     SET with PX) and nothing else, the least any such script costs;
+//   - generic and specialized: apply.lua, and its copy specialized to the
+//     limits (fastpath.go), for one GCRA limit and for three limits (GCRA,
+//     sliding window, fixed window), as bench/ measures them.
+//
+// Pipelined, the server's time is the script's, not the round trips'. Run
+// it with a server of its own (it calls CONFIG RESETSTAT):
+//
+//	TOLLGATE_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench Script -count 8 .
+func BenchmarkScript(b *testing.B) {
+	c := newClient(b)
+	ctx := context.Background()
+	one := []core.Limit{core.Per(1e6, time.Second).WithAlgorithm(core.GCRA)}
+	three := []core.Limit{one[0], core.Per(1e12, time.Minute), core.Per(1e12, time.Hour).WithAlgorithm(core.FixedWindow)}
+	floor := newScript(`redis.call('TIME')
+local v = redis.call('GET', KEYS[1]) or ''
+redis.call('SET', KEYS[1], string.rep('x', 32), 'PX', 60000)
+return v`)
+	for _, tc := range []struct {
+		name    string
+		limits  []core.Limit
+		scripts int64 // the store's maxScripts
+	}{
+		{"floor", nil, 0},
+		{"generic/limits=1", one, 0},
+		{"specialized/limits=1", one, maxScripts},
+		{"generic/limits=3", three, 0},
+		{"specialized/limits=3", three, maxScripts},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := newStore(b, c, WithBatching(0, 0))
+			s.maxScripts = tc.scripts
+			send := func(p redis.Pipeliner, i int) {
+				key := "k" + strconv.Itoa(i%1000)
+				if tc.limits == nil {
+					p.EvalSha(ctx, floor.sha, []string{s.prefix + key})
+					return
+				}
+				sc, keys, args := s.command(&core.Op{Kind: core.Take, Key: key, Limits: tc.limits, Cost: 1})
+				p.EvalSha(ctx, sc.sha, keys, args...)
+			}
+			run := func(from, n int) {
+				for i := from; i < from+n; i += 100 {
+					p := c.Pipeline()
+					for j := i; j < min(i+100, from+n); j++ {
+						send(p, j)
+					}
+					if _, err := p.Exec(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if tc.limits == nil {
+				if err := c.ScriptLoad(ctx, floor.src).Err(); err != nil {
+					b.Fatal(err)
+				}
+			} else {
+				sc, _, _ := s.command(&core.Op{Kind: core.Take, Key: "k", Limits: tc.limits, Cost: 1})
+				if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			run(0, 1000) // the keys exist: measure decisions on them
+			if err := c.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			run(0, b.N)
+			b.StopTimer()
+			b.ReportMetric(evalshaUsecPerCall(b, c), "server-µs/op")
+		})
+	}
+}
+
+// evalshaUsecPerCall returns EVALSHA's usec_per_call from INFO commandstats.
+func evalshaUsecPerCall(tb testing.TB, c *redis.Client) float64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for kv := range strings.SplitSeq(rest, ",") {
+				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
+					f, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						tb.Fatalf("INFO commandstats line %q: %v", line, err)
+					}
+					return f
+				}
+			}
+		}
+	}
+	tb.Fatal("INFO commandstats has no evalsha")
+	return 0
+}
