@@ -20,4 +20,8 @@
 //   - keys_test.go: key sets, checked to be distinct.
 //   - crosscheck_test.go: Tollgate's token bucket against x/time/rate over a
 //     randomized trace of fixed instants.
+//   - redis_test.go: BenchmarkRedis, decisions per second on a local
+//     redis-server (TOLLGATE_REDIS_ADDR) against go-redis/redis_rate,
+//     ulule/limiter and one PING per decision, at 1 and 64 callers, with the
+//     server's commands, reads and CPU time per decision.
 package bench

@@ -55,7 +55,13 @@ import (
 // server on a machine of its own serves at most 1/server-cpu decisions
 // per second.
 //
-//	go test -run '^$' -bench Redis -count 5 . | tee redis.txt
+// On a machine shared with other work, interleave the runs (BENCHMARKS.md):
+// -count repeats each case back to back, so a burst of load skews the
+// ratios between cases.
+//
+//	go test -c -o /tmp/bench.test . && for i in 1 2 3 4 5 6; do
+//		/tmp/bench.test -test.run '^$' -test.bench Redis -test.count 1
+//	done | tee redis.txt
 func BenchmarkRedis(b *testing.B) {
 	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
 	if addr == "" {
