@@ -121,6 +121,12 @@ local blob = redis.call('GET', KEYS[1])
 -- meets often it runs a copy in which the block between the markers below
 -- is replaced by the same steps specialized to that layout's numbers
 -- (fastpath.go): no parameters to unpack, no branch on the algorithm.
+--
+-- The fast path leaves its results in fast (true when it applied), all (its
+-- verdict), keep (µs until every limit is fully replenished), recs (the
+-- records to store) and fmargin (the TTL margin, ms); the code after the
+-- markers replies and writes.
+local fast, all, keep, recs, fmargin = false, false, 0, '', 0
 -- FAST BEGIN
 local P = ARGV[5]
 local margin, debtf, n = unpack('<ddd', P)
@@ -130,7 +136,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 	if n > 1 then -- sized in the constructor for three limits: no regrowth
 		st = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 	end
-	local fast, all = true, true
+	fast, all = true, true
 	local alg, q, cap, tick, pt, idh, idl, A, B, C, tt, e, _
 	for i = 1, n do
 		alg, q, cap, tick, pt, _, _, idh, idl = unpack('<ddddddddd', P, 72 * i - 47)
@@ -210,7 +216,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 	end
 	if fast then
 		local write = all and kind == TAKE
-		local keep, recs = 0, ''
+		fmargin = margin
 		for i = 1, n do
 			if st then
 				local j = W * (i - 1)
@@ -247,20 +253,23 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 			local rec = pack('<I4I4ddd', idh, idl, A, B, C)
 			if i == 1 then recs = rec else recs = recs .. rec end
 		end
-		local reply = pack('<d', now) .. (all and '1' or '0') .. (blob or '')
-		if opttl > 0 then
-			local r = claim(write, reply)
-			if r then return r end
-		end
-		if keep == 0 then
-			if blob then redis.call('DEL', KEYS[1]) end
-		elseif write or recs ~= blob then
-			redis.call('SET', KEYS[1], recs, 'PX', cdiv(keep, 1000) + margin)
-		end
-		return reply
 	end
 end
 -- FAST END
+if fast then
+	local write = all and kind == TAKE
+	local reply = pack('<d', now) .. (all and '1' or '0') .. (blob or '')
+	if opttl > 0 then
+		local r = claim(write, reply)
+		if r then return r end
+	end
+	if keep == 0 then
+		if blob then redis.call('DEL', KEYS[1]) end
+	elseif write or recs ~= blob then
+		redis.call('SET', KEYS[1], recs, 'PX', cdiv(keep, 1000) + fmargin)
+	end
+	return reply
+end
 
 -- The general path. Its parameters: ARGV[5], or in a specialized script
 -- (fastpath.go) the same string written in the script, which is then run

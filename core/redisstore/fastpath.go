@@ -197,7 +197,8 @@ if @e@ ~= 0 then reset = @t@ * {tick} - now + cdiv(@e@, {q}) * {tick} end
 )
 
 // writeFast writes the fast path for limits of parameters ps (no logs):
-// the same reply and writes as the generic one in apply.lua.
+// the same results as the generic one in apply.lua (fast, all, keep, recs,
+// fmargin), which the code after it replies with and writes.
 func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
 	n := len(ps)
 	locals := func(i int) []string {
@@ -243,28 +244,15 @@ func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
 		w(l[4], " = 0\n")
 		w(r.Replace(checks[algo(p.Algorithm)]))
 	}
-	w("local write = ok and kind == TAKE\n")
-	w("local d, keep, reset = 0, 0, 0\n")
-	w("if write then d = cost end\n")
+	w("local d, reset = 0, 0\n")
+	w("if ok and kind == TAKE then d = cost end\n")
 	for i, p := range ps {
 		r := replacer(p, locals(i))
 		w("reset = 0\n", r.Replace(changes[algo(p.Algorithm)]), "if reset > keep then keep = reset end\n")
 	}
-	w("local recs = pack('<", strings.Join(rec, ""), "', ", strings.Join(recArgs, ", "), ")\n")
-	w(`local reply = pack('<d', now) .. (ok and '1' or '0') .. (blob or '')
-if opttl > 0 then
-	local r = claim(write, reply)
-	if r then return r end
-end
-if keep == 0 then
-	if blob then redis.call('DEL', KEYS[1]) end
-elseif write or recs ~= blob then
-	redis.call('SET', KEYS[1], recs, 'PX', cdiv(keep, 1000) + `, strconv.FormatInt(marginMS, 10), `)
-end
-return reply
-end
-end
-`)
+	w("recs = pack('<", strings.Join(rec, ""), "', ", strings.Join(recArgs, ", "), ")\n")
+	w("fast, all, fmargin = true, ok, ", strconv.FormatInt(marginMS, 10), "\n")
+	w("end\nend\n")
 }
 
 // algo maps LeakyBucket to GCRA, whose steps it shares in the fast path

@@ -30,18 +30,7 @@ func TestSameOperationTwiceChargesOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			op := core.Op{Kind: kind, Key: key, Limits: limits, Cost: 3}
-			sc, keys, args := s.command(&op)
-			first, err := run(ctx, c, sc, keys, args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := run(ctx, c, sc, keys, args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(first, again) {
-				t.Errorf("second run = %v, want the first's reply %v", again, first)
-			}
+			runTwice(t, c, s, &op)
 			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
 			if err != nil {
 				t.Fatal(err)
@@ -131,14 +120,12 @@ func TestSameTakeTwiceRepliesOnce(t *testing.T) {
 	}
 }
 
-func testSameTakeTwice(t *testing.T, c *redis.Client, s *Store, key string, limits []core.Limit) {
+// runTwice runs op's command twice, as a resend would, and checks that the
+// second run replies as the first did; it returns the first reply.
+func runTwice(t *testing.T, c *redis.Client, s *Store, op *core.Op) any {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
-		t.Fatal(err)
-	}
-	op := core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 6}
-	sc, keys, args := s.command(&op)
+	sc, keys, args := s.command(op)
 	first, err := run(ctx, c, sc, keys, args)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +137,17 @@ func testSameTakeTwice(t *testing.T, c *redis.Client, s *Store, key string, limi
 	if !reflect.DeepEqual(first, again) {
 		t.Errorf("second run = %v, want the first's reply %v", again, first)
 	}
+	return first
+}
+
+func testSameTakeTwice(t *testing.T, c *redis.Client, s *Store, key string, limits []core.Limit) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
+		t.Fatal(err)
+	}
+	op := core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 6}
+	first := runTwice(t, c, s, &op)
 	if d, err := decode(&op, first); err != nil || !d.Allowed {
 		t.Errorf("first run = %+v, %v, want allowed", d, err)
 	}
