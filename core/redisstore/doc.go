@@ -27,11 +27,11 @@
 // writes, and replies with the time it used, its verdict and the states it
 // read; the client computes the Decision from them with core.Step and fails
 // the call (ErrReply) should the script's verdict ever differ. For each
-// Limiter's limits without logs (up to 64 layouts per Store), the store runs
-// a copy of the script specialized to them: the fast path written out with
+// set of limits without logs (up to 64 sets per Store), the store runs a
+// copy of the script specialized to them: the fast path written out with
 // the limits' numbers as literals, which halves the server's time per limit.
-// Each such copy is one more script in the server's cache (about 10 KB);
-// processes with the same limits and margin share it.
+// Each such copy is one more script in the server's cache (12 to 18 KB of
+// text); processes with the same limits and margin share it.
 //
 // # Keys
 //

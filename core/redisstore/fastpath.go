@@ -23,7 +23,7 @@ func newScript(src string) *script {
 // generic is apply.lua as embedded: every layout, every operation.
 var generic = newScript(applyLua)
 
-// Specialized scripts. For a slice of limits without logs, the store runs
+// Specialized scripts. For a set of limits without logs, the store runs
 // apply.lua with its fast path (the block between "-- FAST BEGIN" and
 // "-- FAST END") replaced by the same steps written out for those limits:
 // their numbers are literals, each limit's state lives in locals of its own
@@ -32,13 +32,16 @@ var generic = newScript(applyLua)
 // that carries states between the check and the change), which is most of
 // the server's time per decision beyond its three commands (BENCHMARKS.md).
 // The general path, which runs when the fast one does not apply, is
-// unchanged, and so are the script's arguments: a specialized script
-// decides exactly as the generic one, as the storetest suite and the
-// differential test against memstore check for both.
+// unchanged but for its parameters, written into the script (which is then
+// run without ARGV[5]): a specialized script decides exactly as the
+// generic one, as the storetest suite and the differential test against
+// memstore check for both.
 //
-// Each layout is one more script in the server's script cache (about 9 KB
-// of text without comments): a Store makes at most maxScripts of them, and
-// runs the generic script for other layouts.
+// Each distinct set of limits (their numbers, the store's margin) is one
+// more script in the server's script cache, 12 to 18 KB of text without
+// comments and indentation: a Store makes at most maxScripts of them, and
+// runs the generic script for other sets. Stores with equal limits and
+// margin, in any process, make the same script.
 
 // maxScripts is the default bound on the specialized scripts of a Store.
 const maxScripts = 64
@@ -94,16 +97,19 @@ func specialize(limits []core.Limit, params string, marginMS int64) *script {
 	return newScript(sb.String())
 }
 
-// stripComments drops the lines of s that hold only a comment: the
-// server keeps every script's text, and most of apply.lua's is comments.
+// stripComments drops the lines of s that hold only a comment, and every
+// line's indentation: the server keeps every script's text, and half of
+// apply.lua's is comments. (apply.lua has no long strings, whose lines this
+// would change.)
 func stripComments(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) / 2)
 	for line := range strings.SplitAfterSeq(s, "\n") {
-		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "--") {
+		t := strings.TrimLeft(line, " \t")
+		if s := strings.TrimSpace(t); s == "" || strings.HasPrefix(s, "--") {
 			continue
 		}
-		b.WriteString(line)
+		b.WriteString(t)
 	}
 	return b.String()
 }

@@ -73,6 +73,34 @@ func TestSpecializedScripts(t *testing.T) {
 	}
 }
 
+// TestSpecializedScriptPerContent checks that equal limits in slices of
+// their own (a WithLimitsFunc that builds its slice on every call) run one
+// specialized script, also once the cache of slices is full.
+func TestSpecializedScriptPerContent(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // no I/O here
+	defer c.Close()
+	s, err := New(c, WithBatching(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func() []core.Limit {
+		return []core.Limit{core.PerSecond(10), core.PerHour(100).WithAlgorithm(core.GCRA)}
+	}
+	first, _, _ := s.command(&core.Op{Kind: core.Take, Key: "k", Limits: fresh(), Cost: 1})
+	if first == generic {
+		t.Fatal("the limits run the generic script")
+	}
+	s.argCount.Store(maxArgCache) // the cache of slices is full
+	for range 3 {
+		if sc, _, _ := s.command(&core.Op{Kind: core.Take, Key: "k", Limits: fresh(), Cost: 1}); sc != first {
+			t.Fatalf("a fresh slice of the same limits runs script %p, want %p", sc, first)
+		}
+	}
+	if n := s.scriptCount.Load(); n != 1 {
+		t.Errorf("the store made %d scripts, want 1", n)
+	}
+}
+
 // TestSpecializedScriptSharedAcrossStores checks that two stores (two
 // processes of a fleet) with the same limits and margin run the same
 // script, so that the server keeps one copy.

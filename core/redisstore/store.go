@@ -55,10 +55,12 @@ type Store struct {
 	closed atomic.Bool
 
 	// ARGV[5], the limits' parameters, formatted once per slice of limits
-	// (see params), with the script for them. At most maxArgCache entries,
-	// of which at most maxScripts have a specialized script.
-	argCache    sync.Map // argKey → *argEntry
-	argCount    atomic.Int64
+	// (see params), with the script for them. At most maxArgCache entries.
+	argCache sync.Map // argKey → *argEntry
+	argCount atomic.Int64
+	// The specialized scripts, by the parameters of their limits, so that
+	// every slice of equal limits runs the same one. At most maxScripts.
+	scripts     sync.Map // string (ARGV[5]) → *script
 	scriptCount atomic.Int64
 	maxScripts  int64
 	once        sync.Once
@@ -303,33 +305,46 @@ func (s *Store) params(limits []core.Limit) *argEntry {
 	e := s.newEntry(limits, true)
 	if _, loaded := s.argCache.LoadOrStore(k, e); !loaded {
 		s.argCount.Add(1)
-	} else if e.script != generic {
-		s.scriptCount.Add(-1) // another goroutine's entry won: give the slot back
 	}
 	return e
 }
 
-// newEntry formats the entry of limits; cached says whether it is to be kept,
-// and so worth a specialized script (one of at most maxScripts).
+// newEntry formats the entry of limits; cached says whether it is to be
+// kept (with a copy of the limits).
 func (s *Store) newEntry(limits []core.Limit, cached bool) *argEntry {
 	params, logs := formatParams(limits, s.margin)
 	e := &argEntry{params: any(params), logs: logs, script: generic}
-	if !cached {
-		return e
+	if cached {
+		e.limits = slices.Clone(limits)
 	}
-	e.limits = slices.Clone(limits)
-	if logs || s.scriptCount.Add(1) > s.maxScripts {
-		if !logs {
-			s.scriptCount.Add(-1)
-		}
-		return e
-	}
-	if sc := specialize(limits, params, s.margin); sc != nil {
-		e.script = sc
-	} else {
-		s.scriptCount.Add(-1)
+	if !logs {
+		e.script = s.scriptFor(limits, params)
 	}
 	return e
+}
+
+// scriptFor returns the script for limits without logs, whose parameters
+// are params: the specialized one, made once per distinct params (so a
+// WithLimitsFunc that builds its slice anew on every call shares it too),
+// or the generic one past maxScripts of them or past maxFastLimits limits.
+func (s *Store) scriptFor(limits []core.Limit, params string) *script {
+	if v, ok := s.scripts.Load(params); ok {
+		return v.(*script)
+	}
+	if s.scriptCount.Add(1) > s.maxScripts {
+		s.scriptCount.Add(-1)
+		return generic
+	}
+	sc := specialize(limits, params, s.margin)
+	if sc == nil {
+		s.scriptCount.Add(-1)
+		return generic
+	}
+	if v, loaded := s.scripts.LoadOrStore(params, sc); loaded {
+		s.scriptCount.Add(-1) // another goroutine made it first
+		return v.(*script)
+	}
+	return sc
 }
 
 // formatParams formats ARGV[5] (see apply.lua): little-endian doubles, which
