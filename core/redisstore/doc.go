@@ -27,9 +27,10 @@
 // writes, and replies with the time it used, its verdict and the states it
 // read; the client computes the Decision from them with core.Step and fails
 // the call (ErrReply) should the script's verdict ever differ. For each
-// set of limits without logs (up to 64 sets per Store), the store runs a
-// copy of the script specialized to them: the fast path written out with
-// the limits' numbers as literals, which halves the server's time per limit.
+// set of up to 8 limits without logs (up to 64 sets per Store), the store
+// runs a copy of the script specialized to them: the fast path written out
+// with the limits' numbers as literals, which halves the server's time per
+// limit.
 // Each such copy is one more script in the server's cache (12 to 18 KB of
 // text); processes with the same limits and margin share it.
 //
@@ -107,7 +108,7 @@
 // without a deadline and should then exceed the client's retry window. A
 // copy that reaches the server after the record expired (the server
 // stalled longer than that) is charged again. Records cost the server a key
-// per state-changing decision: at 64 concurrent callers about a third of
+// per state-changing decision: at 64 concurrent callers about a quarter of
 // the throughput (BENCHMARKS.md).
 //
 // # Timeouts

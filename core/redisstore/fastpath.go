@@ -46,8 +46,10 @@ var generic = newScript(applyLua)
 // maxScripts is the default bound on the specialized scripts of a Store.
 const maxScripts = 64
 
-// maxFastLimits is the most limits a specialized script handles (each takes
-// 7 locals, and Lua allows 200 in a function).
+// maxFastLimits is the most limits a specialized script handles. Each
+// limit takes 7 locals and a few registers more for its expressions, and a
+// Lua function has 250 registers: 18 limits no longer compile ("function
+// or expression too complex"); 8 leave room.
 const maxFastLimits = 8
 
 // fastMarks are the lines around the fast path in apply.lua.

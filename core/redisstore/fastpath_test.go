@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,8 +75,9 @@ func TestSpecializedScripts(t *testing.T) {
 }
 
 // TestSpecializedScriptPerContent checks that equal limits in slices of
-// their own (a WithLimitsFunc that builds its slice on every call) run one
-// specialized script, also once the cache of slices is full.
+// their own (a WithLimitsFunc that builds its slice on every call) find
+// one entry, and so one script, without allocating; and that concurrent
+// first calls of as many sets as the bound all get a specialized script.
 func TestSpecializedScriptPerContent(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // no I/O here
 	defer c.Close()
@@ -84,20 +86,39 @@ func TestSpecializedScriptPerContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := func() []core.Limit {
-		return []core.Limit{core.PerSecond(10), core.PerHour(100).WithAlgorithm(core.GCRA)}
+		return []core.Limit{core.PerSecond(10), core.PerHour(100).WithAlgorithm(core.GCRA).Named("h")}
 	}
-	first, _, _ := s.command(&core.Op{Kind: core.Take, Key: "k", Limits: fresh(), Cost: 1})
-	if first == generic {
+	first := s.params(fresh())
+	if first.script == generic {
 		t.Fatal("the limits run the generic script")
 	}
-	s.argCount.Store(maxArgCache) // the cache of slices is full
-	for range 3 {
-		if sc, _, _ := s.command(&core.Op{Kind: core.Take, Key: "k", Limits: fresh(), Cost: 1}); sc != first {
-			t.Fatalf("a fresh slice of the same limits runs script %p, want %p", sc, first)
-		}
+	other := fresh()
+	other[1].Name = "renamed" // names are not parameters
+	if e := s.params(other); e != first {
+		t.Fatalf("a fresh slice of the same limits has entry %p, want %p", e, first)
 	}
-	if n := s.scriptCount.Load(); n != 1 {
-		t.Errorf("the store made %d scripts, want 1", n)
+	if n := testing.AllocsPerRun(100, func() { s.params(other) }); n != 0 {
+		t.Errorf("params of a known set allocates %v times, want 0", n)
+	}
+	if s.argCount != 1 || s.scriptCount != 1 {
+		t.Errorf("%d entries and %d scripts, want 1 and 1", s.argCount, s.scriptCount)
+	}
+
+	s.maxScripts = 5 // the first set and four more
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ls := []core.Limit{core.PerMinute(int64(2 + g%4))}
+			if e := s.params(ls); e.script == generic {
+				t.Errorf("limits %v run the generic script while the bound is not reached", ls)
+			}
+		}()
+	}
+	wg.Wait()
+	if s.scriptCount != 5 {
+		t.Errorf("%d scripts, want 5", s.scriptCount)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -54,14 +53,14 @@ type Store struct {
 	batch  *batcher // nil when batching is off
 	closed atomic.Bool
 
-	// ARGV[5], the limits' parameters, formatted once per slice of limits
-	// (see params), with the script for them. At most maxArgCache entries.
-	argCache sync.Map // argKey → *argEntry
-	argCount atomic.Int64
-	// The specialized scripts, by the parameters of their limits, so that
-	// every slice of equal limits runs the same one. At most maxScripts.
-	scripts     sync.Map // string (ARGV[5]) → *script
-	scriptCount atomic.Int64
+	// ARGV[5], the limits' parameters, formatted once per set of limits
+	// (see params), with the script for them: at most maxArgCache entries,
+	// at most maxScripts of them with a specialized script. argMu guards
+	// making entries, and the counts.
+	argCache    sync.Map // limitsHash → *argEntry
+	argMu       sync.Mutex
+	argCount    int
+	scriptCount int64
 	maxScripts  int64
 	once        sync.Once
 }
@@ -268,83 +267,88 @@ func (s *Store) newCall(op *core.Op) *call {
 	return c
 }
 
-// maxArgCache bounds the limit layouts whose parameters a Store keeps (a
-// caller building a new slice of limits per call would otherwise grow the
-// cache).
+// maxArgCache bounds the sets of limits whose parameters a Store keeps
+// (with WithLimitsFunc, a key's limits may be computed per key).
 const maxArgCache = 1024
 
-type argKey struct {
-	p *core.Limit
-	n int
-}
-
 type argEntry struct {
-	limits []core.Limit // a copy: the slice's contents when the entry was made
+	limits []core.Limit // a copy, to tell the limits of one hash apart
 	params any          // ARGV[5], the formatted string, boxed once
 	logs   bool         // whether some limit has a log (and so a key of its own)
 	script *script      // the script to run: specialized, or generic
 }
 
 // params returns ARGV[5] for limits, whether any of them has a log, and the
-// script to run for them. It is made once per slice of limits (a Limiter
-// passes the same slice to every call) and kept by the slice's address and
-// length, used only while the slice still holds the limits it was made
-// for. A slice met anew, or past the cache's bound, gets the generic
-// script.
+// script to run for them. It is made once per set of limits, kept by a hash
+// of their numbers: a Limiter's own slice and a WithLimitsFunc that builds
+// its slice anew on every call find it alike, without allocating. Past
+// maxArgCache sets (or for a set whose hash another holds) it is made anew
+// on every call, with the generic script. The first maxScripts sets without
+// logs get a specialized script.
 func (s *Store) params(limits []core.Limit) *argEntry {
-	k := argKey{unsafe.SliceData(limits), len(limits)}
-	if v, ok := s.argCache.Load(k); ok {
-		if e := v.(*argEntry); slices.Equal(limits, e.limits) {
+	h := limitsHash(limits)
+	if v, ok := s.argCache.Load(h); ok {
+		if e := v.(*argEntry); sameNumbers(limits, e.limits) {
 			return e
 		}
 		return s.newEntry(limits, false)
 	}
-	if s.argCount.Load() >= maxArgCache {
+	s.argMu.Lock() // a new set: rare, and its script is made once
+	defer s.argMu.Unlock()
+	if v, ok := s.argCache.Load(h); ok {
+		if e := v.(*argEntry); sameNumbers(limits, e.limits) {
+			return e
+		}
+		return s.newEntry(limits, false)
+	}
+	if s.argCount >= maxArgCache {
 		return s.newEntry(limits, false)
 	}
 	e := s.newEntry(limits, true)
-	if _, loaded := s.argCache.LoadOrStore(k, e); !loaded {
-		s.argCount.Add(1)
-	}
+	s.argCache.Store(h, e)
+	s.argCount++
 	return e
 }
 
-// newEntry formats the entry of limits; cached says whether it is to be
-// kept (with a copy of the limits).
+// newEntry formats the entry of limits. A kept one (cached; s.argMu held)
+// gets a copy of the limits and, while fewer than maxScripts have one and
+// the limits have no log, a specialized script.
 func (s *Store) newEntry(limits []core.Limit, cached bool) *argEntry {
 	params, logs := formatParams(limits, s.margin)
 	e := &argEntry{params: any(params), logs: logs, script: generic}
-	if cached {
-		e.limits = slices.Clone(limits)
+	if !cached {
+		return e
 	}
-	if !logs {
-		e.script = s.scriptFor(limits, params)
+	e.limits = slices.Clone(limits)
+	if !logs && s.scriptCount < s.maxScripts {
+		if sc := specialize(limits, params, s.margin); sc != nil {
+			e.script = sc
+			s.scriptCount++
+		}
 	}
 	return e
 }
 
-// scriptFor returns the script for limits without logs, whose parameters
-// are params: the specialized one, made once per distinct params (so a
-// WithLimitsFunc that builds its slice anew on every call shares it too),
-// or the generic one past maxScripts of them or past maxFastLimits limits.
-func (s *Store) scriptFor(limits []core.Limit, params string) *script {
-	if v, ok := s.scripts.Load(params); ok {
-		return v.(*script)
+// limitsHash hashes the numbers of limits that make their parameters (not
+// their names).
+func limitsHash(limits []core.Limit) uint64 {
+	h := uint64(len(limits))
+	for i := range limits {
+		l := &limits[i]
+		for _, v := range [...]int64{int64(l.Algorithm), l.Quota, l.Burst, int64(l.Period), int64(l.Precision)} {
+			h = (h ^ uint64(v)) * 0x100000001b3 // FNV-1a's prime, per word
+			h ^= h >> 32
+		}
 	}
-	if s.scriptCount.Add(1) > s.maxScripts {
-		s.scriptCount.Add(-1)
-		return generic
-	}
-	sc := specialize(limits, params, s.margin)
-	if sc == nil {
-		s.scriptCount.Add(-1)
-		return generic
-	}
-	if v, loaded := s.scripts.LoadOrStore(params, sc); loaded {
-		s.scriptCount.Add(-1) // another goroutine made it first
-		return v.(*script)
-	}
-	return sc
+	return h
+}
+
+// sameNumbers reports whether a and b hold the same limits but for names.
+func sameNumbers(a, b []core.Limit) bool {
+	return slices.EqualFunc(a, b, func(x, y core.Limit) bool {
+		x.Name, y.Name = "", ""
+		return x == y
+	})
 }
 
 // formatParams formats ARGV[5] (see apply.lua): little-endian doubles, which
