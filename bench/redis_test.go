@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -239,41 +240,38 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // serverCPU returns the server's CPU time so far, in seconds (INFO cpu:
 // used_cpu_user and used_cpu_sys).
 func serverCPU(tb testing.TB, rdb *redis.Client) float64 {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if k == "used_cpu_user" || k == "used_cpu_sys" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatalf("INFO cpu line %q: %v", line, err)
-			}
-			total += f
-		}
-	}
-	return total
+	return infoSum(tb, rdb, "cpu", "used_cpu_user", "used_cpu_sys")
 }
 
 // serverStat returns the integer field name of INFO stats.
 func serverStat(tb testing.TB, rdb *redis.Client, name string) int64 {
-	info, err := rdb.Info(context.Background(), "stats").Result()
+	return int64(infoSum(tb, rdb, "stats", name))
+}
+
+// infoSum returns the sum of the numeric fields names of INFO section,
+// failing tb if one is missing.
+func infoSum(tb testing.TB, rdb *redis.Client, section string, names ...string) float64 {
+	info, err := rdb.Info(context.Background(), section).Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
+	var total float64
+	found := 0
+	for line := range strings.Lines(info) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if slices.Contains(names, k) {
+			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				tb.Fatalf("INFO stats line %q: %v", line, err)
+				tb.Fatalf("INFO %s line %q: %v", section, line, err)
 			}
-			return n
+			total += f
+			found++
 		}
 	}
-	tb.Fatalf("INFO stats has no %s", name)
-	return 0
+	if found != len(names) {
+		tb.Fatalf("INFO %s has %d of the fields %v", section, found, names)
+	}
+	return total
 }
 
 // commandCalls returns the server's total command calls (INFO

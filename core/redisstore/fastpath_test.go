@@ -15,17 +15,25 @@ import (
 	"github.com/tollgate/tollgate/core/memstore"
 )
 
+// offlineStore returns a store whose client reaches no server, for tests
+// that do no I/O.
+func offlineStore(t *testing.T) *Store {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { c.Close() })
+	s, err := New(c, WithBatching(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestSpecializedScripts checks which limits get a script of their own: a
 // Limiter's limits without logs do, sent without the parameters argument;
 // limits with a log, more than maxFastLimits limits, and layouts past the
 // store's bound run the generic script with it.
 func TestSpecializedScripts(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // no I/O here
-	defer c.Close()
-	s, err := New(c, WithBatching(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := offlineStore(t)
 	s.maxScripts = 2
 	gcra := core.PerSecond(10).WithAlgorithm(core.GCRA)
 	many := make([]core.Limit, maxFastLimits+1)
@@ -79,12 +87,7 @@ func TestSpecializedScripts(t *testing.T) {
 // one entry, and so one script, without allocating; and that concurrent
 // first calls of as many sets as the bound all get a specialized script.
 func TestSpecializedScriptPerContent(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // no I/O here
-	defer c.Close()
-	s, err := New(c, WithBatching(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := offlineStore(t)
 	fresh := func() []core.Limit {
 		return []core.Limit{core.PerSecond(10), core.PerHour(100).WithAlgorithm(core.GCRA).Named("h")}
 	}
