@@ -484,9 +484,9 @@ const fastHeader = 9
 // path: the time it decided at (µs, a little-endian double), its verdict
 // ('1' allowed, '0' denied) and the states it read, one 32-byte record per
 // limit in order, or none for a fresh key. The Decision is core.Step's on
-// those states at that time, which is what the script ported and applied;
-// a verdict that differs from Step's is an error, never a silent drift
-// between the store and core.
+// those states at that time, the function the script ports; a verdict of
+// the script's that differs from Step's is an error (the states it writes
+// are held to Step's by the tests).
 func decodeFast(op *core.Op, r string) (core.Decision, error) {
 	now, ok := exact(r)
 	recs := r[fastHeader:]
