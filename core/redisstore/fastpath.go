@@ -213,21 +213,19 @@ func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
 		s := strconv.Itoa(i + 1)
 		return []string{"A" + s, "B" + s, "C" + s, "t" + s, "e" + s}
 	}
-	var rec, recArgs, idents, vars []string
+	// Per limit i: its locals, its record's format, the unpacked record
+	// (h, l: the identity's halves), the test of its identity, and the
+	// values packed back.
+	var vars, ids, hl, idents, rec, recArgs []string
 	for i, p := range ps {
-		l := locals(i)
+		s, l := strconv.Itoa(i+1), locals(i)
+		hi, lo := strconv.FormatUint(p.Ident>>32, 10), strconv.FormatUint(p.Ident&0xffffffff, 10)
 		vars = append(vars, l...)
-		rec = append(rec, "I4I4ddd")
-		recArgs = append(recArgs, strconv.FormatUint(p.Ident>>32, 10), strconv.FormatUint(p.Ident&0xffffffff, 10), l[0], l[1], l[2])
-		idents = append(idents, "h"+strconv.Itoa(i+1)+" == "+strconv.FormatUint(p.Ident>>32, 10),
-			"l"+strconv.Itoa(i+1)+" == "+strconv.FormatUint(p.Ident&0xffffffff, 10))
-	}
-	var hl, ids []string // the unpacked records; their identities
-	for i := range ps {
-		s := strconv.Itoa(i + 1)
-		l := locals(i)
-		hl = append(hl, "h"+s, "l"+s, l[0], l[1], l[2])
 		ids = append(ids, "h"+s, "l"+s)
+		hl = append(hl, "h"+s, "l"+s, l[0], l[1], l[2])
+		idents = append(idents, "h"+s+" == "+hi, "l"+s+" == "+lo)
+		rec = append(rec, "I4I4ddd")
+		recArgs = append(recArgs, hi, lo, l[0], l[1], l[2])
 	}
 	w := func(s ...string) {
 		for _, x := range s {

@@ -287,19 +287,13 @@ type argEntry struct {
 // logs get a specialized script.
 func (s *Store) params(limits []core.Limit) *argEntry {
 	h := limitsHash(limits)
-	if v, ok := s.argCache.Load(h); ok {
-		if e := v.(*argEntry); sameNumbers(limits, e.limits) {
-			return e
-		}
-		return s.newEntry(limits, false)
+	if e, found := s.cached(h, limits); found {
+		return e
 	}
 	s.argMu.Lock() // a new set: rare, and its script is made once
 	defer s.argMu.Unlock()
-	if v, ok := s.argCache.Load(h); ok {
-		if e := v.(*argEntry); sameNumbers(limits, e.limits) {
-			return e
-		}
-		return s.newEntry(limits, false)
+	if e, found := s.cached(h, limits); found {
+		return e
 	}
 	if s.argCount >= maxArgCache {
 		return s.newEntry(limits, false)
@@ -308,6 +302,20 @@ func (s *Store) params(limits []core.Limit) *argEntry {
 	s.argCache.Store(h, e)
 	s.argCount++
 	return e
+}
+
+// cached returns the entry of limits kept under their hash h, and true; an
+// entry made anew (generic script) and true when another set holds h; or
+// false when h has no entry.
+func (s *Store) cached(h uint64, limits []core.Limit) (*argEntry, bool) {
+	v, ok := s.argCache.Load(h)
+	if !ok {
+		return nil, false
+	}
+	if e := v.(*argEntry); sameNumbers(limits, e.limits) {
+		return e, true
+	}
+	return s.newEntry(limits, false), true
 }
 
 // newEntry formats the entry of limits. A kept one (cached; s.argMu held)
