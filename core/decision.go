@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -58,6 +59,37 @@ type Decision struct {
 	// the Decision's own fields are that limit's state: use Each to visit the
 	// states either way.
 	States []LimitState
+	// Source tells what made the Decision: the Limiter's store (the zero
+	// value), or its failure policy while the store fails.
+	Source Source
+}
+
+// Source tells what made a Decision.
+type Source uint8
+
+const (
+	// FromStore is a Decision of the Limiter's store: the zero value.
+	FromStore Source = iota
+	// FromFailOpen is a Decision of the FailOpen policy, made because the
+	// store failed. It admits the cost and knows no numbers: Limit is the
+	// first of the key's limits, and Remaining, ResetAfter and States are
+	// zero, not measured. Headers built from it must not present them as
+	// the state of a limit.
+	FromFailOpen
+	// FromFallback is a Decision of the Fallback policy's store, made
+	// because the Limiter's store failed: its numbers are the fallback
+	// store's, under the limits the policy gave it (see Fallback).
+	FromFallback
+)
+
+var sourceNames = [...]string{FromStore: "store", FromFailOpen: "fail-open", FromFallback: "fallback"}
+
+// String returns the source's name: "store", "fail-open" or "fallback".
+func (s Source) String() string {
+	if int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return "Source(" + strconv.Itoa(int(s)) + ")"
 }
 
 // Each calls fn with every limit's state, in the order of the limits.

@@ -50,8 +50,9 @@ var (
 	// FailClosed denies: the operation returns an error wrapping
 	// ErrUnavailable and the store's error. Adapters answer 503.
 	FailClosed = FailurePolicy{mode: failClosed}
-	// FailOpen admits: the operation returns Decision{Allowed: true, Cost:
-	// cost} and no error, so traffic flows unlimited while the store is down.
+	// FailOpen admits: the operation returns a Decision with Allowed true
+	// and Source FromFailOpen, and no error, so traffic flows unlimited
+	// while the store is down.
 	FailOpen = FailurePolicy{mode: failOpen}
 )
 
@@ -218,7 +219,11 @@ func (l *Limiter) fail(ctx context.Context, op *Op, err error) (Decision, error)
 	}
 	switch l.policy.mode {
 	case failOpen:
-		return Decision{Allowed: true, Cost: op.Cost}, nil
+		d := Decision{Allowed: true, Cost: op.Cost, Source: FromFailOpen}
+		if len(op.Limits) > 0 {
+			d.Limit = op.Limits[0]
+		}
+		return d, nil
 	case failFallback:
 		fb := l.policy.fallback
 		cctx, cancel := ctx, context.CancelFunc(nil)
@@ -229,7 +234,11 @@ func (l *Limiter) fail(ctx context.Context, op *Op, err error) (Decision, error)
 		if cancel != nil {
 			cancel()
 		}
-		if ferr == nil || !isFailure(ctx, ferr) {
+		if ferr == nil {
+			d.Source = FromFallback
+			return d, nil
+		}
+		if !isFailure(ctx, ferr) {
 			return d, ferr
 		}
 		if l.hook != nil {
