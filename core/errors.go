@@ -12,6 +12,9 @@ var (
 	ErrInvalidCost = errors.New("tollgate: invalid cost")
 	// ErrInvalidKey reports an empty key.
 	ErrInvalidKey = errors.New("tollgate: invalid key")
+	// ErrInvalidOption reports an option of New that cannot be used: a
+	// timeout that is not positive, a nil function, a negative setting.
+	ErrInvalidOption = errors.New("tollgate: invalid option")
 	// ErrInvalidOp reports an operation that is malformed in another way:
 	// an unknown Kind, or no limits.
 	ErrInvalidOp = errors.New("tollgate: invalid operation")

@@ -2,9 +2,9 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -21,12 +21,15 @@ type Limiter struct {
 	scope    string // Op.Scope of every operation
 	named    bool   // scope set by WithName
 
-	// Failure handling (policy.go); unused when the store is InProcess.
-	inProcess bool
-	timeout   time.Duration
-	policy    FailurePolicy
-	hook      func(ctx context.Context, key string, err error)
-	breaker   breaker
+	// Failure handling (policy.go, breaker.go); unused when the store is
+	// InProcess.
+	inProcess   bool
+	timeout     time.Duration
+	policy      FailurePolicy
+	fbLimits    []Limit // limits under Fallback with FleetSize: the share of each
+	hook        func(ctx context.Context, key string, err error)
+	breakerConf Breaker
+	breaker     *breaker // nil: off, or InProcess
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -54,9 +57,13 @@ func (lim Limit) applyLimiter(l *Limiter) error {
 // called on every operation, and its limits replace the Limiter's own; when
 // it returns none, the Limiter's own apply. Limits it returns are validated
 // on every call and an invalid one fails the operation. Name them, or the
-// RateLimit headers derive a name on every request. Default: none.
+// RateLimit headers derive a name on every request. fn must not be nil.
+// Default: none.
 func WithLimitsFunc(fn func(ctx context.Context, key string) []Limit) Option {
 	return optionFunc(func(l *Limiter) error {
+		if fn == nil {
+			return fmt.Errorf("%w: WithLimitsFunc(nil)", ErrInvalidOption)
+		}
 		l.limitsFn = fn
 		return nil
 	})
@@ -64,9 +71,13 @@ func WithLimitsFunc(fn func(ctx context.Context, key string) []Limit) Option {
 
 // WithClock makes the Limiter pass clock's time with every operation, in
 // place of the store's own clock (the Redis store's default is Redis TIME).
-// Tests pass a fake clock. Default: nil, the store's clock.
+// Tests pass a fake clock. clock must not be nil. Default: the store's
+// clock.
 func WithClock(clock Clock) Option {
 	return optionFunc(func(l *Limiter) error {
+		if clock == nil {
+			return fmt.Errorf("%w: WithClock(nil)", ErrInvalidOption)
+		}
 		l.clock = clock
 		return nil
 	})
@@ -74,20 +85,20 @@ func WithClock(clock Clock) Option {
 
 // New returns a Limiter of store with the limits and options given. Store
 // failures go to a failure policy (WithFailurePolicy, WithTimeout,
-// WithBreaker, WithErrorHook; see FailurePolicy). It
-// returns an error wrapping ErrInvalidLimit for an invalid limit, and an
-// error when store is nil or there are neither limits nor a WithLimitsFunc.
+// WithBreaker, WithErrorHook; see FailurePolicy). It returns an error
+// wrapping ErrInvalidLimit for an invalid limit, ErrInvalidOption for an
+// invalid option (a nil function given to one among them; a nil Option is
+// skipped), and an error when store is nil or there are neither limits nor
+// a WithLimitsFunc.
 func New(store Store, opts ...Option) (*Limiter, error) {
-	if store == nil {
-		return nil, errors.New("tollgate: New: nil store")
+	if isNil(store) {
+		return nil, fmt.Errorf("%w: New: nil store", ErrInvalidOption)
 	}
 	_, inProcess := store.(InProcess)
 	l := &Limiter{store: store, inProcess: inProcess, timeout: DefaultTimeout}
-	l.breaker.base = time.Now()
-	l.breaker.threshold, l.breaker.coolDown = DefaultBreakerFailures, int64(DefaultBreakerCoolDown)
 	for _, o := range opts {
 		if o == nil {
-			continue
+			continue // a nil Option adds nothing: New(store, lim, maybe) with maybe unset
 		}
 		if err := o.applyLimiter(l); err != nil {
 			return nil, err // already says what and which limit
@@ -106,7 +117,27 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 	if !l.named {
 		l.scope = defaultScope(l.limits)
 	}
+	if l.policy.mode == failFallback && l.policy.fleet > 1 && len(l.limits) > 0 {
+		l.fbLimits = shareOf(l.limits, l.policy.fleet)
+	}
+	if !l.inProcess && !l.breakerConf.Disabled {
+		l.breaker = newBreaker(l.breakerConf, l.timeout, nil)
+	}
 	return l, nil
+}
+
+// isNil reports whether s is nil, or an interface holding a nil pointer
+// (a typed nil, such as a nil *memstore.Store).
+func isNil(s Store) bool {
+	if s == nil {
+		return true
+	}
+	v := reflect.ValueOf(s)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // WithName names the Limiter. The name is its scope (Op.Scope): Limiters

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,19 @@ func TestNewRejects(t *testing.T) {
 		opts  []core.Option
 		is    error // nil: any error
 	}{
-		{"a nil store", nil, []core.Option{core.PerSecond(1)}, nil},
+		{"a nil store", nil, []core.Option{core.PerSecond(1)}, core.ErrInvalidOption},
+		{"a typed nil store", (*memstore.Store)(nil), []core.Option{core.PerSecond(1)}, core.ErrInvalidOption},
+		{"a zero timeout", store, []core.Option{core.PerSecond(1), core.WithTimeout(0)}, core.ErrInvalidOption},
+		{"a negative timeout", store, []core.Option{core.PerSecond(1), core.WithTimeout(-time.Second)}, core.ErrInvalidOption},
+		{"a negative breaker setting", store, []core.Option{core.PerSecond(1), core.WithBreaker(core.Breaker{CoolDown: -1})}, core.ErrInvalidOption},
+		{"a negative consecutive count", store, []core.Option{core.PerSecond(1), core.WithBreaker(core.Breaker{Consecutive: -1})}, core.ErrInvalidOption},
+		{"a failure rate above 1", store, []core.Option{core.PerSecond(1), core.WithBreaker(core.Breaker{FailureRate: 1.5})}, core.ErrInvalidOption},
+		{"a failure rate that is not a number", store, []core.Option{core.PerSecond(1), core.WithBreaker(core.Breaker{FailureRate: math.NaN()})}, core.ErrInvalidOption},
+		{"a nil fallback store", store, []core.Option{core.PerSecond(1), core.WithFailurePolicy(core.Fallback(nil))}, core.ErrInvalidOption},
+		{"a fleet of zero", store, []core.Option{core.PerSecond(1), core.WithFailurePolicy(core.Fallback(store, core.FleetSize(0)))}, core.ErrInvalidOption},
+		{"a nil error hook", store, []core.Option{core.PerSecond(1), core.WithErrorHook(nil)}, core.ErrInvalidOption},
+		{"a nil limits function", store, []core.Option{core.PerSecond(1), core.WithLimitsFunc(nil)}, core.ErrInvalidOption},
+		{"a nil clock", store, []core.Option{core.PerSecond(1), core.WithClock(nil)}, core.ErrInvalidOption},
 		{"no limits and no limits function", store, nil, core.ErrInvalidOp},
 		{"only nil options", store, []core.Option{nil, nil}, core.ErrInvalidOp},
 		{"an invalid limit", store, []core.Option{core.PerSecond(1), core.PerMinute(0)}, core.ErrInvalidLimit},

@@ -4,22 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
-// Defaults of the failure options.
-const (
-	// DefaultTimeout bounds each store call of a Limiter whose store is not
-	// InProcess.
-	DefaultTimeout = 50 * time.Millisecond
-	// DefaultBreakerFailures is how many consecutive store failures open
-	// the circuit breaker (a timeout opens it at once).
-	DefaultBreakerFailures = 5
-	// DefaultBreakerCoolDown is how long an open breaker skips the store
-	// before it lets one call through to probe it.
-	DefaultBreakerCoolDown = time.Second
-)
+// DefaultTimeout bounds each store call of a Limiter whose store is not
+// InProcess (WithTimeout).
+const DefaultTimeout = 50 * time.Millisecond
 
 // InProcess is implemented by stores that keep their state in the process
 // and never block on I/O, such as memstore. A Limiter calls them directly:
@@ -30,14 +20,36 @@ type InProcess interface {
 }
 
 // A FailurePolicy says what a Limiter does when its store fails: returns an
-// error, returns an error timeouts or is skipped by the open circuit
-// breaker. Invalid input (errors wrapping ErrInvalidLimit, ErrInvalidCost,
+// error, times out or is skipped by the open circuit breaker (see Breaker).
+// Invalid input (errors wrapping ErrInvalidLimit, ErrInvalidCost,
 // ErrInvalidKey or ErrInvalidOp), ErrClosed and the caller's own cancelled
 // context are not failures: they are returned as they are. The zero value
 // is FailClosed.
+//
+// Whatever the policy, the store's error reaches the hook (WithErrorHook)
+// and never the client: adapters answer a FailClosed error with a generic
+// 503.
+//
+// What each policy admits while the store is down, per limit and window:
+//
+//	FailClosed          nothing
+//	FailOpen            everything: no bound at all
+//	Fallback(s)         each instance up to the whole limit, on its own store:
+//	                    a fleet of n instances up to n times the limit
+//	Fallback(s, FleetSize(n))
+//	                    each instance up to 1/n of the limit: a fleet of n
+//	                    instances up to the limit
+//
+// The fallback store starts from nothing: in the window in which the
+// outage begins, what the shared store admitted before it comes on top (up
+// to twice the limit in that window, for a fleet sized right), and the
+// shared store, when it comes back, has not seen what the fallback admitted
+// (up to twice the limit in the window in which it recovers).
 type FailurePolicy struct {
 	mode     uint8
 	fallback Store
+	fleet    int64 // Fallback: the share of each limit is 1/fleet
+	err      error // an invalid policy, reported by WithFailurePolicy
 }
 
 const (
@@ -56,25 +68,56 @@ var (
 	FailOpen = FailurePolicy{mode: failOpen}
 )
 
-// Fallback decides on store instead, with the same operation and limits:
-// typically a memstore, so that each instance limits on its own while the
-// shared store is down (a fleet of n instances then admits up to n times
-// the quota; give the fallback Limiter-independent headroom accordingly).
-// If store fails too, the operation returns an error wrapping
-// ErrUnavailable. A nil store means FailClosed.
-func Fallback(store Store) FailurePolicy {
-	if store == nil {
-		return FailClosed
+// A FallbackOption configures Fallback.
+type FallbackOption func(*FailurePolicy)
+
+// FleetSize makes a Fallback store decide on 1/n of every limit: each
+// limit's Quota and Burst divided by n, rounded down, at least 1; names,
+// periods and algorithms unchanged. With n the number of instances sharing
+// the store, the fleet as a whole admits at most the limit while the
+// shared store is down (see FailurePolicy). n must be at least 1.
+// Default: 1, every instance decides on the whole limit.
+func FleetSize(n int) FallbackOption {
+	return func(p *FailurePolicy) {
+		if n < 1 {
+			p.err = fmt.Errorf("%w: FleetSize(%d): want at least 1", ErrInvalidOption, n)
+			return
+		}
+		p.fleet = int64(n)
 	}
-	return FailurePolicy{mode: failFallback, fallback: store}
+}
+
+// Fallback decides on store instead while the Limiter's store fails, with
+// the same operation and limits, or 1/n of them with FleetSize(n):
+// typically a memstore, so that each instance limits on its own. The
+// Decision's Source is then FromFallback. If store fails too, the
+// operation returns an error wrapping ErrUnavailable. A nil store is an
+// error of WithFailurePolicy.
+func Fallback(store Store, opts ...FallbackOption) FailurePolicy {
+	p := FailurePolicy{mode: failFallback, fallback: store, fleet: 1}
+	if store == nil {
+		p.err = fmt.Errorf("%w: Fallback: nil store", ErrInvalidOption)
+	}
+	for _, o := range opts {
+		if o == nil {
+			p.err = fmt.Errorf("%w: Fallback: nil option", ErrInvalidOption)
+			continue
+		}
+		o(&p)
+	}
+	return p
 }
 
 // WithTimeout bounds every store call by d (a context deadline), unless
-// the store is InProcess. A call that times out is a failure and opens the
-// circuit breaker at once. d ≤ 0 means no timeout. Default: DefaultTimeout.
+// the store is InProcess. A call that times out is a failure: the failure
+// policy answers it, and it counts towards opening the breaker (see
+// Breaker). d must be positive. Default: DefaultTimeout.
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(l *Limiter) error {
-		l.timeout = max(d, 0)
+		if d <= 0 {
+			return fmt.Errorf("%w: WithTimeout(%v): want a positive duration", ErrInvalidOption, d)
+		}
+		l.timeout = d
 		return nil
 	})
 }
@@ -83,6 +126,9 @@ func WithTimeout(d time.Duration) Option {
 // FailClosed or Fallback(store). Default: FailClosed.
 func WithFailurePolicy(p FailurePolicy) Option {
 	return optionFunc(func(l *Limiter) error {
+		if p.err != nil {
+			return p.err
+		}
 		l.policy = p
 		return nil
 	})
@@ -95,72 +141,12 @@ func WithFailurePolicy(p FailurePolicy) Option {
 // use and quick (count, sample, log). Default: none.
 func WithErrorHook(fn func(ctx context.Context, key string, err error)) Option {
 	return optionFunc(func(l *Limiter) error {
+		if fn == nil {
+			return fmt.Errorf("%w: WithErrorHook(nil)", ErrInvalidOption)
+		}
 		l.hook = fn
 		return nil
 	})
-}
-
-// WithBreaker configures the circuit breaker: after failures consecutive
-// store failures, or one timeout, the store is skipped (each call fails at
-// once, under the failure policy) for coolDown; then one call probes it,
-// and a success closes the breaker while a failure opens it for another
-// coolDown. failures ≤ 0 or coolDown ≤ 0 turns the breaker off. Default:
-// DefaultBreakerFailures and DefaultBreakerCoolDown.
-func WithBreaker(failures int, coolDown time.Duration) Option {
-	return optionFunc(func(l *Limiter) error {
-		if failures <= 0 || coolDown <= 0 {
-			failures, coolDown = 0, 0
-		}
-		l.breaker.threshold = int32(min(failures, 1<<30))
-		l.breaker.coolDown = int64(coolDown)
-		return nil
-	})
-}
-
-// errOpen is the failure of a call skipped by the open breaker.
-var errOpen = fmt.Errorf("%w: circuit breaker open after store failures", ErrUnavailable)
-
-// breaker is a circuit breaker in two atomic words. openUntil is 0 while
-// closed; while open, the monotonic time (ns since base) until which calls
-// are skipped. The first call after it claims the probe by moving openUntil
-// a cool-down further, so the others keep skipping until the probe reports.
-type breaker struct {
-	threshold int32 // 0: off
-	coolDown  int64 // ns
-	base      time.Time
-	fails     atomic.Int32
-	openUntil atomic.Int64
-}
-
-func (b *breaker) now() int64 { return int64(time.Since(b.base)) + 1 }
-
-// allow reports whether a call may go to the store.
-func (b *breaker) allow() bool {
-	u := b.openUntil.Load()
-	if u == 0 {
-		return true
-	}
-	now := b.now()
-	return now >= u && b.openUntil.CompareAndSwap(u, now+b.coolDown)
-}
-
-func (b *breaker) success() {
-	if b.fails.Load() != 0 {
-		b.fails.Store(0)
-	}
-	if b.openUntil.Load() != 0 {
-		b.openUntil.Store(0)
-	}
-}
-
-func (b *breaker) failure(timeout bool) {
-	if b.threshold == 0 {
-		return
-	}
-	if timeout || b.fails.Add(1) >= b.threshold {
-		b.fails.Store(0)
-		b.openUntil.Store(b.now() + b.coolDown)
-	}
 }
 
 // isFailure reports whether err, returned by a store for a call under ctx
@@ -175,40 +161,32 @@ func isFailure(ctx context.Context, err error) bool {
 	return ctx.Err() == nil
 }
 
-// isTimeout reports whether err is a deadline or an I/O timeout.
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
-}
-
 // remote applies op on a store that is not InProcess: through the breaker,
 // under the timeout, with the failure policy.
 func (l *Limiter) remote(ctx context.Context, op *Op) (Decision, error) {
-	if l.breaker.threshold > 0 && !l.breaker.allow() {
-		return l.fail(ctx, op, errOpen)
+	b := l.breaker
+	var start int64
+	if b != nil {
+		start = b.now()
+		if !b.allow(start) {
+			return l.fail(ctx, op, errOpen)
+		}
 	}
-	cctx, cancel := ctx, context.CancelFunc(nil)
-	if l.timeout > 0 {
-		cctx, cancel = context.WithTimeout(ctx, l.timeout)
-	}
+	cctx, cancel := context.WithTimeout(ctx, l.timeout)
 	d, err := l.store.Apply(cctx, *op)
-	timedOut := err != nil && (cctx.Err() != nil || isTimeout(err))
-	if cancel != nil {
-		cancel()
-	}
+	cancel()
 	switch {
 	case err == nil:
-		if l.breaker.threshold > 0 {
-			l.breaker.success()
+		if b != nil {
+			b.success(b.now())
 		}
 		return d, nil
 	case !isFailure(ctx, err):
 		return d, err
 	}
-	l.breaker.failure(timedOut)
+	if b != nil {
+		b.failure(start, b.now(), err)
+	}
 	return l.fail(ctx, op, err)
 }
 
@@ -225,29 +203,58 @@ func (l *Limiter) fail(ctx context.Context, op *Op, err error) (Decision, error)
 		}
 		return d, nil
 	case failFallback:
-		fb := l.policy.fallback
-		cctx, cancel := ctx, context.CancelFunc(nil)
-		if _, ok := fb.(InProcess); !ok && l.timeout > 0 {
-			cctx, cancel = context.WithTimeout(ctx, l.timeout)
-		}
-		d, ferr := fb.Apply(cctx, *op)
-		if cancel != nil {
-			cancel()
-		}
-		if ferr == nil {
-			d.Source = FromFallback
-			return d, nil
-		}
-		if !isFailure(ctx, ferr) {
-			return d, ferr
-		}
-		if l.hook != nil {
-			l.hook(ctx, op.Key, ferr)
-		}
-		return Decision{}, fmt.Errorf("%w: %w; fallback: %w", ErrUnavailable, err, ferr)
+		return l.fallback(ctx, op, err)
 	}
 	if err == errOpen {
 		return Decision{}, err
 	}
 	return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// fallback decides op on the Fallback store, under its share of the limits.
+func (l *Limiter) fallback(ctx context.Context, op *Op, err error) (Decision, error) {
+	fb := l.policy.fallback
+	fop := *op
+	if l.policy.fleet > 1 {
+		if len(op.Limits) > 0 && len(l.fbLimits) > 0 && &op.Limits[0] == &l.limits[0] {
+			fop.Limits = l.fbLimits
+		} else {
+			fop.Limits = shareOf(op.Limits, l.policy.fleet)
+		}
+	}
+	cctx, cancel := ctx, context.CancelFunc(nil)
+	if _, ok := fb.(InProcess); !ok {
+		cctx, cancel = context.WithTimeout(ctx, l.timeout)
+	}
+	d, ferr := fb.Apply(cctx, fop)
+	if cancel != nil {
+		cancel()
+	}
+	if ferr == nil {
+		d.Source = FromFallback
+		return d, nil
+	}
+	if !isFailure(ctx, ferr) {
+		return d, ferr
+	}
+	if l.hook != nil {
+		l.hook(ctx, op.Key, ferr)
+	}
+	return Decision{}, fmt.Errorf("%w: %w; fallback: %w", ErrUnavailable, err, ferr)
+}
+
+// shareOf returns limits with Quota and Burst divided by n (at least 1).
+func shareOf(limits []Limit, n int64) []Limit {
+	out := make([]Limit, len(limits))
+	for i, lim := range limits {
+		if lim.Name == "" {
+			lim.Name = lim.PolicyName() // the name of the whole limit, for headers
+		}
+		lim.Quota = max(lim.Quota/n, 1)
+		if lim.Burst > 0 {
+			lim.Burst = max(lim.Burst/n, 1)
+		}
+		out[i] = lim
+	}
+	return out
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,7 +112,7 @@ func TestFailurePolicyFallbackFailingToo(t *testing.T) {
 
 func TestInvalidInputIsNotAFailure(t *testing.T) {
 	s := &flakyStore{}
-	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithBreaker(1, time.Hour))
+	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithBreaker(core.Breaker{Consecutive: 1, MinOutage: time.Nanosecond, CoolDown: time.Hour}))
 	for _, err := range []error{core.ErrInvalidCost, core.ErrInvalidKey, core.ErrInvalidLimit, core.ErrInvalidOp, core.ErrClosed} {
 		s.fail(fmt.Errorf("store: %w", err))
 		if _, got := lim.Allow(context.Background(), "k"); !errors.Is(got, err) {
@@ -124,47 +128,149 @@ func TestInvalidInputIsNotAFailure(t *testing.T) {
 	}
 }
 
-func TestBreaker(t *testing.T) {
+// refusedErr is the error a dial to a closed port returns.
+var refusedErr = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+
+func TestBreakerOpensAtOnceOnARefusedConnection(t *testing.T) {
+	s := &flakyStore{}
+	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithBreaker(core.Breaker{CoolDown: time.Hour}))
+	s.fail(fmt.Errorf("redis: %w", refusedErr))
+	for range 10 {
+		if d, err := lim.Allow(context.Background(), "k"); err != nil || !d.Allowed || d.Source != core.FromFailOpen {
+			t.Fatalf("Allow on a refusing store with FailOpen = %+v, %v", d, err)
+		}
+	}
+	if s.calls.Load() != 1 || hooked.Load() != 10 {
+		t.Errorf("10 calls after a refused connection: store called %d times, hook %d; want 1 and 10", s.calls.Load(), hooked.Load())
+	}
+}
+
+// A stall shorter than MinOutage fails the calls caught in it and no more,
+// however many of them fail at once.
+func TestBreakerStaysClosedThroughAStall(t *testing.T) {
+	s := &flakyStore{}
+	const timeout = 20 * time.Millisecond
+	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithTimeout(timeout))
+	s.hang.Store(true)
+	var wg sync.WaitGroup
+	for range 16 { // 16 consecutive failures, far more than Consecutive (5)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lim.Allow(context.Background(), "k")
+		}()
+	}
+	wg.Wait()
+	s.hang.Store(false)
+	before := s.calls.Load()
+	for i := range 10 {
+		if d, err := lim.Allow(context.Background(), "k"); err != nil || d.Source != core.FromStore {
+			t.Fatalf("Allow #%d after a %v stall = %+v, %v; want the store's decision", i, timeout, d, err)
+		}
+	}
+	if got := s.calls.Load() - before; got != 10 || hooked.Load() != 16 {
+		t.Errorf("after the stall: store called %d times for 10 calls, hook %d times; want 10 and 16", got, hooked.Load())
+	}
+}
+
+// A store that hangs is skipped once failures have lasted MinOutage: three
+// timeouts by default.
+func TestBreakerOpensOnAnOutage(t *testing.T) {
+	s := &flakyStore{}
+	const timeout = 10 * time.Millisecond
+	lim, _ := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithTimeout(timeout), core.WithBreaker(core.Breaker{CoolDown: time.Hour}))
+	s.hang.Store(true)
+	start := time.Now()
+	for time.Since(start) < time.Second && s.calls.Load() < 100 {
+		lim.Allow(context.Background(), "k")
+	}
+	calls := s.calls.Load()
+	for range 10 {
+		lim.Allow(context.Background(), "k")
+	}
+	if s.calls.Load() != calls {
+		t.Fatalf("the breaker did not open: %d calls reached a hanging store", s.calls.Load())
+	}
+	// Consecutive (5) failures, the first started MinOutage (30ms) before
+	// the last failed: 5 here, a few more on a slow machine.
+	if calls < 4 || calls > 10 {
+		t.Errorf("the breaker opened after %d calls to a hanging store, want about 5", calls)
+	}
+}
+
+// A store failing every other call never fails twice in a row; the failure
+// rate over the window opens the breaker.
+func TestBreakerOpensOnAFailureRate(t *testing.T) {
+	s := &alternatingStore{}
+	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithBreaker(core.Breaker{CoolDown: time.Hour}))
+	for range 100 {
+		lim.Allow(context.Background(), "k")
+	}
+	// MinCalls (20) calls with half of them failed open it.
+	if n := s.calls.Load(); n < 20 || n > 22 {
+		t.Errorf("a store failing every other call was called %d times of 100 (hook %d), want the breaker open after 20", n, hooked.Load())
+	}
+}
+
+// alternatingStore fails every other call.
+type alternatingStore struct{ flakyStore }
+
+func (s *alternatingStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	if s.calls.Load()%2 == 1 {
+		s.calls.Add(1)
+		return core.Decision{}, errDown
+	}
+	return s.flakyStore.Apply(ctx, op)
+}
+
+func TestBreakerProbesAndCloses(t *testing.T) {
 	const coolDown = 30 * time.Millisecond
 	s := &flakyStore{}
-	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithBreaker(3, coolDown))
+	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithBreaker(core.Breaker{CoolDown: coolDown}))
 	ctx := context.Background()
-	s.fail(errDown)
-	for range 3 {
-		lim.Allow(ctx, "k")
-	}
-	if s.calls.Load() != 3 {
-		t.Fatalf("store called %d times by 3 failing calls", s.calls.Load())
-	}
+	s.fail(refusedErr)
+	lim.Allow(ctx, "k")
 	for range 10 {
 		lim.Allow(ctx, "k")
 	}
-	if s.calls.Load() != 3 || hooked.Load() != 13 {
-		t.Fatalf("after 3 consecutive failures: store called %d times, hook %d; want the store skipped and the hook called", s.calls.Load(), hooked.Load())
+	if s.calls.Load() != 1 || hooked.Load() != 11 {
+		t.Fatalf("after a refused connection: store called %d times, hook %d; want the store skipped and the hook called", s.calls.Load(), hooked.Load())
 	}
 	time.Sleep(coolDown)
 	lim.Allow(ctx, "k") // the probe fails: open again
 	lim.Allow(ctx, "k")
-	if s.calls.Load() != 4 {
-		t.Fatalf("after the cool-down: store called %d times, want 4 (one probe)", s.calls.Load())
+	if s.calls.Load() != 2 {
+		t.Fatalf("after the cool-down: store called %d times, want 2 (one probe)", s.calls.Load())
 	}
 	time.Sleep(coolDown)
 	s.err.Store(nil)
-	if d, err := lim.Allow(ctx, "k"); err != nil || d.Remaining != 1 {
+	if d, err := lim.Allow(ctx, "k"); err != nil || d.Remaining != 1 || d.Source != core.FromStore {
 		t.Fatalf("probe on a recovered store = %+v, %v", d, err)
 	}
 	for range 5 {
 		lim.Allow(ctx, "k")
 	}
-	if s.calls.Load() != 10 {
-		t.Errorf("after a successful probe: store called %d times, want 10 (closed)", s.calls.Load())
+	if s.calls.Load() != 8 {
+		t.Errorf("after a successful probe: store called %d times, want 8 (closed)", s.calls.Load())
 	}
 }
 
-func TestTimeoutOpensTheBreakerAtOnce(t *testing.T) {
+func TestBreakerDisabled(t *testing.T) {
+	s := &flakyStore{}
+	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithBreaker(core.Breaker{Disabled: true}))
+	s.fail(refusedErr)
+	for range 10 {
+		lim.Allow(context.Background(), "k")
+	}
+	if s.calls.Load() != 10 || hooked.Load() != 10 {
+		t.Errorf("without a breaker: store called %d times for 10 calls, hook %d", s.calls.Load(), hooked.Load())
+	}
+}
+
+func TestTimeoutBoundsACall(t *testing.T) {
 	s := &flakyStore{}
 	s.hang.Store(true)
-	lim, hooked := newPolicyLimiter(t, s, core.WithTimeout(10*time.Millisecond), core.WithBreaker(100, time.Hour))
+	lim, hooked := newPolicyLimiter(t, s, core.WithTimeout(10*time.Millisecond))
 	start := time.Now()
 	_, err := lim.Allow(context.Background(), "k")
 	if took := time.Since(start); took > 500*time.Millisecond {
@@ -173,20 +279,15 @@ func TestTimeoutOpensTheBreakerAtOnce(t *testing.T) {
 	if !errors.Is(err, core.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Allow on a hanging store: err = %v, want ErrUnavailable wrapping the deadline", err)
 	}
-	start = time.Now()
-	lim.Allow(context.Background(), "k")
-	if took := time.Since(start); took > 5*time.Millisecond || s.calls.Load() != 1 {
-		t.Errorf("second Allow took %v and called the store %d times: the breaker did not open", took, s.calls.Load())
-	}
-	if hooked.Load() != 2 {
-		t.Errorf("hook called %d times, want 2", hooked.Load())
+	if hooked.Load() != 1 {
+		t.Errorf("hook called %d times, want 1", hooked.Load())
 	}
 }
 
 func TestCallerCancellationIsNotAFailure(t *testing.T) {
 	s := &flakyStore{}
 	s.hang.Store(true)
-	lim, hooked := newPolicyLimiter(t, s, core.WithTimeout(time.Hour), core.WithBreaker(1, time.Hour))
+	lim, hooked := newPolicyLimiter(t, s, core.WithTimeout(time.Hour), core.WithBreaker(core.Breaker{Consecutive: 1, MinOutage: time.Nanosecond}))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 	defer cancel()
 	if _, err := lim.Allow(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, core.ErrUnavailable) {
@@ -212,4 +313,102 @@ func TestInProcessStoresGetNoTimeout(t *testing.T) {
 		}
 	}
 	var _ core.InProcess = (*memstore.Store)(nil)
+}
+
+// With FleetSize(n), n instances falling back each on its own store admit
+// together at most the limit; without it, each admits the whole limit.
+func TestFallbackFleetShare(t *testing.T) {
+	const quota, fleet = 10, 4
+	for _, tt := range []struct {
+		name string
+		opts []core.FallbackOption
+		want int64
+	}{
+		{"each instance of a fleet of 4 admits a quarter of the limit (rounded down)", []core.FallbackOption{core.FleetSize(fleet)}, fleet * (quota / fleet)},
+		{"without FleetSize each instance admits the whole limit", nil, fleet * quota},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newManualClock(t0)
+			var admitted int64
+			for range fleet {
+				s := &flakyStore{}
+				s.fail(errDown)
+				fb := memstore.New(memstore.WithSweepInterval(0))
+				t.Cleanup(func() { fb.Close() })
+				lim, _ := newPolicyLimiter(t, s, core.WithClock(clock), core.PerMinute(quota).Named("per-minute"),
+					core.WithFailurePolicy(core.Fallback(fb, tt.opts...)), core.WithBreaker(core.Breaker{Disabled: true}))
+				for range 2 * quota {
+					d, err := lim.Allow(context.Background(), "k")
+					if err != nil {
+						t.Fatalf("Allow: %v", err)
+					}
+					if d.Allowed {
+						admitted++
+						if d.Source != core.FromFallback || d.Limit.Name != "per-minute" {
+							t.Errorf("fallback decision %+v, want Source FromFallback and the limit's own name", d)
+						}
+					}
+				}
+			}
+			if admitted != tt.want {
+				t.Errorf("a fleet of %d on their fallback stores admitted %d of a quota of %d per minute, want %d", fleet, admitted, quota, tt.want)
+			}
+		})
+	}
+}
+
+// sharedStore is a memstore seen as a remote store (not InProcess), that
+// can be made to fail: the shared store of a fleet.
+type sharedStore struct {
+	ms   *memstore.Store
+	down atomic.Bool
+}
+
+func (s *sharedStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	if s.down.Load() {
+		return core.Decision{}, errDown
+	}
+	return s.ms.Apply(ctx, op)
+}
+
+func (s *sharedStore) Close() error { return nil }
+
+// In the window in which the shared store fails, a fleet sized right
+// admits at most twice the limit: what the shared store admitted before,
+// and the fleet's shares of a fresh limit after.
+func TestFallbackAcrossTheStartOfAnOutage(t *testing.T) {
+	const quota, fleet = 20, 4
+	clock := newManualClock(t0)
+	shared := &sharedStore{ms: memstore.New(memstore.WithSweepInterval(0))}
+	t.Cleanup(func() { shared.ms.Close() })
+	var lims []*core.Limiter
+	for range fleet {
+		fb := memstore.New(memstore.WithSweepInterval(0))
+		t.Cleanup(func() { fb.Close() })
+		lim, err := core.New(shared, core.PerMinute(quota).WithAlgorithm(core.FixedWindow), core.WithClock(clock),
+			core.WithFailurePolicy(core.Fallback(fb, core.FleetSize(fleet))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lims = append(lims, lim)
+	}
+	admitted := 0
+	hammer := func() {
+		for range 3 * quota {
+			for _, lim := range lims {
+				if d, err := lim.Allow(context.Background(), "k"); err == nil && d.Allowed {
+					admitted++
+				}
+			}
+		}
+	}
+	hammer()
+	if admitted != quota {
+		t.Fatalf("the fleet on the shared store admitted %d, want the quota %d", admitted, quota)
+	}
+	shared.down.Store(true)
+	hammer()
+	if want := quota + fleet*(quota/fleet); admitted != want {
+		t.Errorf("across the start of the outage the fleet admitted %d in one window, want %d (at most twice the quota)", admitted, want)
+	}
 }

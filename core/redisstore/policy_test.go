@@ -66,7 +66,7 @@ func (p *probe) checkLongest(t *testing.T) {
 func newPolicyLimiter(t *testing.T, s core.Store, p *probe, policy core.FailurePolicy) *core.Limiter {
 	t.Helper()
 	lim, err := core.New(s, core.PerSecond(1000).WithAlgorithm(core.GCRA),
-		core.WithTimeout(policyTimeout), core.WithBreaker(3, policyCoolDown),
+		core.WithTimeout(policyTimeout), core.WithBreaker(core.Breaker{CoolDown: policyCoolDown}),
 		core.WithFailurePolicy(policy), core.WithErrorHook(p.hook))
 	if err != nil {
 		t.Fatal(err)
