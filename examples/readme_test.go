@@ -5,6 +5,7 @@ package examples_test
 // Output comment are compiled, not run.)
 
 import (
+	"context"
 	"log"
 	"net/http"
 	"os"
@@ -15,9 +16,11 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/core/redisstore"
 	"github.com/tollgate/tollgate/echolimit"
 	"github.com/tollgate/tollgate/fiberlimit"
 	"github.com/tollgate/tollgate/ginlimit"
@@ -100,6 +103,18 @@ func Example_chi() {
 	// README: end
 }
 
+func Example_redis() {
+	// README: redis
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379",
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1}) // see below
+	store, err := redisstore.New(rdb) // module github.com/tollgate/tollgate/core/redisstore
+	lim, err := core.New(store, core.PerMinute(100), core.PerHour(1000),
+		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4))), // 4 instances share the quota
+		core.WithErrorHook(func(ctx context.Context, key string, err error) { log.Print(err) }))
+	// README: end
+	_, _ = lim, err
+}
+
 // TestREADMEShowsTheseSnippets checks that every snippet between the
 // markers above stands in README.md, so the README shows code that
 // compiles.
@@ -130,7 +145,7 @@ func TestREADMEShowsTheseSnippets(t *testing.T) {
 		}
 		n++
 	}
-	if n < 6 {
-		t.Errorf("found %d snippets between markers, want at least 6", n)
+	if n < 7 {
+		t.Errorf("found %d snippets between markers, want at least 7", n)
 	}
 }

@@ -21,7 +21,9 @@
 -- ARGV[2]  kind: 0 take, 1 peek, 2 charge, 3 refund, 4 reset (core.Kind)
 -- ARGV[3]  cost, units (≥ 0)
 -- ARGV[4]  TTL of the operation's record (KEYS[2]), ms; 0: no record
--- ARGV[5]  the parameters, little-endian doubles: TTL margin (ms, added to
+-- ARGV[5]  deadline, the server's TIME in µs past which the caller has given
+--          up: the script then changes nothing and replies EXPIRED; 0: none
+-- ARGV[6]  the parameters, little-endian doubles: TTL margin (ms, added to
 --          every key's time to full replenishment), core.DebtFactor, n (the
 --          number of limits), then 9 per limit (core.Params): algorithm
 --          (core.Algorithm), quota (units), capacity (units), tick (µs),
@@ -30,13 +32,16 @@
 --          They are the same for every call of a Limiter, so the client
 --          formats them once, and one struct.unpack reads a limit's. A
 --          specialized copy of this script (fastpath.go) holds them in its
---          text and is run without ARGV[5].
+--          text and is run without ARGV[6].
 --
 -- Times until an instant are computed as (start·tick − now) + span·tick, not
 -- (start + span)·tick − now: each term is then below 2^53 even where the sum
 -- of now and the span is not.
 --
--- Reply: from the fast path, FASTREPLY (below); else a string of 4
+-- Reply: the server's TIME in µs as a little-endian double (from which the
+-- client learns the offset of the server's clock, for deadlines), then:
+-- 'X' when the deadline had passed (EXPIRED: nothing was done); from the
+-- fast path, FASTREPLY (below); else a string of 4
 -- little-endian doubles per limit, in order: allowed
 -- (1 or 0); when allowed the queueing delay µs (LeakyBucket; else 0), when
 -- denied the time µs until the cost could pass, -1 for never; units
@@ -65,16 +70,27 @@ end
 local function cdiv(a, b) return -fdiv(-a, b) end
 
 
-local now
-if ARGV[1] == '' then
-	local t = redis.call('TIME') -- Redis ≥ 5 replicates a script's effects, not the script
-	now = t[1] * 1000000 + t[2] -- the strings are converted as by tonumber
-else
-	now = tonumber(ARGV[1])
-end
+local clock = redis.call('TIME') -- Redis ≥ 5 replicates a script's effects, not the script
+local srv = clock[1] * 1000000 + clock[2] -- the strings are converted as by tonumber
+local now = srv
+if ARGV[1] ~= '' then now = tonumber(ARGV[1]) end
 local kind = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local opttl = tonumber(ARGV[4])
+local head = pack('<d', srv) -- every reply starts with the server's time
+
+-- A caller that gave up (its deadline passed while the command waited,
+-- say in a stalled server's socket) was answered without this operation:
+-- it must change nothing. With records, an earlier copy of the command may
+-- have run; its reply says so.
+local deadline = tonumber(ARGV[5])
+if deadline > 0 and srv > deadline then
+	if opttl > 0 then
+		local r = redis.call('GET', KEYS[2])
+		if r then return r end
+	end
+	return head .. 'X'
+end
 
 -- Operation records (KEYS[2], when opttl > 0). A retried operation that
 -- already went through returns its first reply, and changes nothing. The
@@ -115,7 +131,8 @@ local blob = redis.call('GET', KEYS[1])
 --
 -- FASTREPLY: now (Unix µs, a little-endian double), '1' when the op was
 -- allowed or '0', then the key's records as read (none for a fresh key): 9
--- bytes and a multiple of 32, where a general reply is a multiple of 32.
+-- bytes and a multiple of 32 after the head, where a general reply is a
+-- multiple of 32.
 --
 -- The store runs this script for limits of any layout; for a layout it
 -- meets often it runs a copy in which the block between the markers below
@@ -128,7 +145,7 @@ local blob = redis.call('GET', KEYS[1])
 -- markers replies and writes.
 local fast, all, keep, recs, fmargin = false, false, 0, '', 0
 -- FAST BEGIN
-local P = ARGV[5]
+local P = ARGV[6]
 local margin, debtf, n = unpack('<ddd', P)
 if kind <= PEEK and (not blob or #blob == 32 * n) then
 	local W = 12
@@ -258,7 +275,7 @@ end
 -- FAST END
 if fast then
 	local write = all and kind == TAKE
-	local reply = pack('<d', now) .. (all and '1' or '0') .. (blob or '')
+	local reply = head .. pack('<d', now) .. (all and '1' or '0') .. (blob or '')
 	if opttl > 0 then
 		local r = claim(write, reply)
 		if r then return r end
@@ -271,10 +288,10 @@ if fast then
 	return reply
 end
 
--- The general path. Its parameters: ARGV[5], or in a specialized script
+-- The general path. Its parameters: ARGV[6], or in a specialized script
 -- (fastpath.go) the same string written in the script, which is then run
--- without ARGV[5].
-local P = ARGV[5] -- PARAMS
+-- without ARGV[6].
+local P = ARGV[6] -- PARAMS
 local margin, debtf, n = unpack('<ddd', P)
 
 local RECORD = '<I4I4ddd'
@@ -692,7 +709,7 @@ for i = 1, n do
 	end
 end
 
-local reply = packout(out)
+local reply = head .. packout(out)
 if opttl > 0 and not haslog then
 	local r = claim(write, reply)
 	if r then return r end

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,11 +12,85 @@ import (
 	"github.com/tollgate/tollgate/core"
 )
 
+// A call is one operation's script on its way to Redis: its KEYS and ARGV
+// (in room kept in the call for the usual case: one allocation per
+// operation), its operation, the caller's context, and the channel on
+// which the caller is answered.
+//
+// A caller waits for its call until its context ends; the call itself goes
+// on past that (see lateGrace), so that its reply is never lost to a
+// caller that left: state records who went first. A caller that finds its
+// context done moves it from pending to abandoned, and is then answered by
+// the failure policy without this call; a sender with the reply moves it
+// from pending to answered, and delivers. A reply that finds its call
+// abandoned is one the caller was not told of: if it changed the key's
+// state, the store undoes it (compensate).
+type call struct {
+	script *script
+	keys   []string
+	args   []any
+	op     core.Op
+	ctx    context.Context
+	done   chan result // buffered: a sender never blocks
+	state  atomic.Uint32
+
+	once   sendOnce
+	keyBuf [2]string
+	argBuf [6]any
+}
+
+// States of a call.
+const (
+	pending uint32 = iota
+	answered
+	abandoned
+)
+
+type result struct {
+	v   any
+	err error
+}
+
+// lateGrace is how long past the latest deadline of its callers a batch
+// still waits for its replies. A script that ran before its caller's
+// deadline (the script refuses to run after it) may reply after it; the
+// reply is then still read, and undone if it changed state, unless it comes
+// more than lateGrace late: a reply that late is lost, as is the
+// connection it was due on.
+const lateGrace = time.Second
+
+// wait returns c's result, or ctx's error if ctx ends first and the call is
+// not answered by then.
+func (c *call) wait(ctx context.Context) (any, error) {
+	select {
+	case r := <-c.done:
+		return r.v, r.err
+	case <-ctx.Done():
+		if c.state.CompareAndSwap(pending, abandoned) {
+			return nil, ctx.Err()
+		}
+		r := <-c.done // answered just now
+		return r.v, r.err
+	}
+}
+
+// finish answers c with its reply, or, if its caller has left, hands the
+// reply to the store to undo what it did.
+func (s *Store) finish(c *call, v any, err error) {
+	if c.state.CompareAndSwap(pending, answered) {
+		c.done <- result{v: v, err: err}
+		return
+	}
+	if err == nil {
+		s.compensate(c, v)
+	}
+}
+
 // batcher coalesces concurrent scripts into pipelines: workers goroutines
 // each take one waiting call, then every other call already waiting (up to
 // size), and send them in one pipeline. Nothing waits for a batch to fill.
 type batcher struct {
-	client Client
+	s      *Store
 	size   int
 	queue  chan *call
 	stop   chan struct{} // closed by close
@@ -24,28 +99,8 @@ type batcher struct {
 	wg     sync.WaitGroup
 }
 
-// A call is one operation's script: its KEYS and ARGV (in room kept in
-// the call for the usual case: one allocation per operation), and when
-// batched its context and the channel its worker answers on.
-type call struct {
-	script *script
-	keys   []string
-	args   []any
-	ctx    context.Context
-	done   chan result // buffered: a worker never blocks on a caller that left
-
-	once   sendOnce
-	keyBuf [2]string
-	argBuf [5]any
-}
-
-type result struct {
-	v   any
-	err error
-}
-
-func newBatcher(client Client, size, workers int) *batcher {
-	b := &batcher{client: client, size: size, queue: make(chan *call, size*workers), stop: make(chan struct{})}
+func newBatcher(s *Store, size, workers int) *batcher {
+	b := &batcher{s: s, size: size, queue: make(chan *call, size*workers), stop: make(chan struct{})}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.wg.Add(workers)
 	for range workers {
@@ -65,14 +120,7 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	case <-b.stop:
 		return nil, core.ErrClosed
 	}
-	select {
-	case r := <-c.done:
-		return r.v, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-b.stop:
-		return nil, core.ErrClosed
-	}
+	return c.wait(ctx) // Close answers what it stops with ErrClosed
 }
 
 func (b *batcher) close() {
@@ -82,7 +130,7 @@ func (b *batcher) close() {
 	for {
 		select {
 		case c := <-b.queue:
-			c.done <- result{err: core.ErrClosed}
+			b.s.finish(c, nil, core.ErrClosed)
 		default:
 			return
 		}
@@ -109,19 +157,20 @@ func (b *batcher) work() {
 				break fill
 			}
 		}
-		b.run(batch)
+		b.s.send(b.ctx, batch)
 	}
 }
 
-// run sends the live calls of batch (those whose callers still wait) in one
-// pipeline, under the latest of their deadlines when every one has one.
-func (b *batcher) run(batch []*call) {
+// send runs the live calls of batch (those whose callers still wait) in one
+// pipeline, and answers each. The pipeline's context ends lateGrace after
+// the latest deadline of its callers (if every one has one), or with base.
+func (s *Store) send(base context.Context, batch []*call) {
 	live := batch[:0]
 	var latest time.Time
 	bounded := true
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
-			c.done <- result{err: err} // its caller is gone: never run it
+			s.finish(c, nil, err) // its caller is gone: never run it
 			continue
 		}
 		live = append(live, c)
@@ -134,23 +183,27 @@ func (b *batcher) run(batch []*call) {
 	if len(live) == 0 {
 		return
 	}
-	ctx := b.ctx
+	ctx := base
 	if bounded {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, latest)
+		ctx, cancel = context.WithDeadline(ctx, latest.Add(lateGrace))
 		defer cancel()
 	}
 	for _, c := range live {
-		stampRecordTTL(ctx, c.args)
+		s.stamp(c)
 	}
 	if len(live) == 1 {
 		c := live[0]
-		v, err := run(ctx, b.client, c.script, c.keys, c.args)
-		c.done <- result{v: v, err: err}
+		v, err := run(ctx, s.client, c.script, c.keys, c.args)
+		s.clock.observe(v)
+		if errors.Is(err, context.Canceled) && base.Err() != nil {
+			err = core.ErrClosed
+		}
+		s.finish(c, v, err)
 		return
 	}
 	cmds := make([]*redis.Cmd, len(live))
-	pipe := b.client.Pipeline()
+	pipe := s.client.Pipeline()
 	for i, c := range live {
 		cmds[i] = pipe.EvalSha(ctx, c.script.sha, c.keys, c.args...)
 	}
@@ -162,7 +215,7 @@ func (b *batcher) run(batch []*call) {
 		}
 	}
 	if len(again) > 0 { // the server lost the script: EVAL loads it again
-		pipe = b.client.Pipeline()
+		pipe = s.client.Pipeline()
 		for _, i := range again {
 			rearm(live[i].args)
 			cmds[i] = pipe.Eval(ctx, live[i].script.src, live[i].keys, live[i].args...)
@@ -171,9 +224,19 @@ func (b *batcher) run(batch []*call) {
 	}
 	for i, c := range live {
 		v, err := cmds[i].Result()
-		if errors.Is(err, context.Canceled) && b.ctx.Err() != nil {
+		s.clock.observe(v)
+		if errors.Is(err, context.Canceled) && base.Err() != nil {
 			err = core.ErrClosed
 		}
-		c.done <- result{v: v, err: err}
+		s.finish(c, v, err)
 	}
+}
+
+// direct runs c on its own, from a goroutine of its own, for a store
+// without batching: the caller returns at its deadline, and the reply is
+// still read after it.
+func (s *Store) direct(ctx context.Context, c *call) (any, error) {
+	c.ctx, c.done = ctx, make(chan result, 1)
+	go s.send(context.Background(), []*call{c})
+	return c.wait(ctx)
 }

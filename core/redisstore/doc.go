@@ -1,10 +1,19 @@
 // Package redisstore is a core.Store in Redis or Redis Cluster, so that a
 // fleet of instances shares one quota per key.
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379",
+//		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 //	store, err := redisstore.New(rdb)
 //	lim, err := core.New(store, core.PerMinute(100), core.PerHour(1000),
-//		core.WithFailurePolicy(core.Fallback(memstore.New())))
+//		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4))))
+//
+// Of the client options: ContextTimeoutEnabled makes a caller's deadline
+// bound the socket reads; MaxRetries: -1 and DialerRetries: 1 stop go-redis
+// from retrying a dial to a Redis that refuses connections (by default it
+// retries for over a second, longer than any caller waits, so that a dead
+// Redis looks like a hanging one and the Limiter's circuit breaker opens
+// only after three timeouts, not at the first refusal). The store never
+// lets go-redis resend a state-changing command anyway (see Resends).
 //
 // # Model
 //
@@ -111,12 +120,34 @@
 // per state-changing decision: at 64 concurrent callers about a quarter of
 // the throughput (BENCHMARKS.md).
 //
-// # Timeouts
+// # Timeouts and deadlines
 //
-// Apply honours its context's deadline (core.Limiter's per-call timeout
-// relies on it): always with batching, the default; with batching off, when
-// the client has ContextTimeoutEnabled. Without either, a call to a server
-// that hangs waits for the client's ReadTimeout.
+// Apply returns when its context ends (core.Limiter's per-call timeout
+// sets it), whatever Redis does: the command goes on without the caller,
+// from a goroutine of the store's (a batching worker, or one per call
+// with batching off). The Limiter then answers with its failure policy, as
+// if the operation had not happened, and the store makes sure it did not:
+//
+//   - The script carries the caller's deadline, converted to the server's
+//     clock, and changes nothing when it runs past it (it replies EXPIRED,
+//     ErrExpired). A command that waited out a stall of Redis in its socket
+//     is refused when Redis resumes. The server's clock is learned from
+//     every reply, which carries the server's TIME: the store keeps a lower
+//     bound of the offset between the clocks, so that the converted
+//     deadline falls no later than the caller's own (see deadline.go).
+//   - A script that ran before the deadline may reply after it. The store
+//     still reads the reply, up to one second past the deadline, and undoes
+//     what the operation did with the opposite one: a refund for an
+//     admitted Take or a Charge, a charge for a Refund (a Reset cannot be
+//     undone). For GCRA, TokenBucket and LeakyBucket the undoing is exact;
+//     for the window algorithms, exact when it lands in the window the
+//     operation ran in.
+//
+// So the key's state is what the answered decisions say, unless a reply
+// is delayed more than a second past its caller's deadline after its
+// script ran (it is then lost with its connection), or the store has not
+// yet seen a reply (its first calls carry no deadline, and rely on the
+// undoing alone).
 //
 // # Cluster, Ring, Sentinel
 //
@@ -135,4 +166,7 @@
 // caller whose context ends while its operation waits for a worker is
 // answered at once, and its operation is never sent. Batching is on by
 // default (Close stops its workers); WithBatching(0, 0) turns it off.
+// Workers wait for late replies (see Timeouts and deadlines), so a Redis
+// that hangs holds a worker for up to a second past its callers'
+// deadlines.
 package redisstore

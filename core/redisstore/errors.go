@@ -1,6 +1,10 @@
 package redisstore
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of this package. Errors from Apply wrap them (or a
 // go-redis error, or a core sentinel for invalid input) with the operation
@@ -12,6 +16,10 @@ var (
 	ErrReply = errors.New("redisstore: unexpected reply")
 	// ErrConfig reports an invalid option or a nil client given to New.
 	ErrConfig = errors.New("redisstore: invalid configuration")
+	// ErrExpired reports an operation that reached Redis after its caller's
+	// deadline, which the script therefore refused: it changed nothing. The
+	// Limiter treats it as a timeout.
+	ErrExpired = fmt.Errorf("redisstore: operation refused past its deadline: %w", context.DeadlineExceeded)
 	// ErrResent reports a state-changing operation that go-redis was about
 	// to send a second time, after the first send failed in a way that
 	// leaves unknown whether it ran (such as a connection closed before the

@@ -17,7 +17,8 @@ import (
 // while Redis is down. (This example needs a Redis server, so it is only
 // compiled; the package tests run the same calls against a real one.)
 func ExampleNew() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379",
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 	defer rdb.Close()
 	store, err := redisstore.New(rdb, redisstore.WithPrefix("myapp:rl:"))
 	if err != nil {
@@ -29,7 +30,7 @@ func ExampleNew() {
 	lim, err := core.New(store,
 		core.PerMinute(100), core.PerHour(1000).WithAlgorithm(core.GCRA),
 		core.WithTimeout(50*time.Millisecond),
-		core.WithFailurePolicy(core.Fallback(fallback)),
+		core.WithFailurePolicy(core.Fallback(fallback, core.FleetSize(4))), // 4 instances share the quota
 		core.WithErrorHook(func(ctx context.Context, key string, err error) { log.Printf("rate limiter: %v", err) }),
 	)
 	if err != nil {

@@ -33,7 +33,7 @@ var generic = newScript(applyLua)
 // the server's time per decision beyond its three commands (BENCHMARKS.md).
 // The general path, which runs when the fast one does not apply, is
 // unchanged but for its parameters, written into the script (which is then
-// run without ARGV[5]): a specialized script decides exactly as the
+// run without ARGV[6]): a specialized script decides exactly as the
 // generic one, as the storetest suite and the differential test against
 // memstore check for both.
 //
@@ -57,12 +57,12 @@ const fastBegin, fastEnd = "-- FAST BEGIN\n", "-- FAST END\n"
 
 // paramsLine is the line of apply.lua that reads the general path's
 // parameters; a specialized script has them written in its text instead.
-const paramsLine = "local P = ARGV[5] -- PARAMS\n"
+const paramsLine = "local P = ARGV[6] -- PARAMS\n"
 
-// specialize returns the script for limits (valid), whose parameters (ARGV[5])
+// specialize returns the script for limits (valid), whose parameters (ARGV[6])
 // are params with the TTL margin marginMS, or nil when the generic script is
 // as fast: some limit has a log, or there are too many. The script is run
-// without ARGV[5].
+// without ARGV[6].
 func specialize(limits []core.Limit, params string, marginMS int64) *script {
 	if len(limits) == 0 || len(limits) > maxFastLimits {
 		return nil

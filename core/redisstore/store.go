@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,11 +28,13 @@ var applyLua string
 // *redis.ClusterClient, *redis.Ring and the client of
 // redis.NewFailoverClient satisfy it.
 //
-// With batching (the default) the store honours a context's deadline (such
-// as the Limiter's per-call timeout) itself. With batching off, set
-// ContextTimeoutEnabled in the client's options so that the deadline
-// bounds a call to a server that hangs; without it go-redis waits for its
-// ReadTimeout (3s by default).
+// The store honours a context's deadline (such as the Limiter's per-call
+// timeout) itself: Apply returns when it ends, and its command goes on in
+// the store's goroutines to read a late reply (see the package doc). Set
+// ContextTimeoutEnabled in the client's options so that those goroutines
+// are not held by a server that hangs for longer (without it go-redis
+// waits for its ReadTimeout, 3s by default), and MaxRetries: -1 and
+// DialerRetries: 1 so that a refused connection is seen at once.
 type Client interface {
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
@@ -52,8 +55,12 @@ type Store struct {
 
 	batch  *batcher // nil when batching is off
 	closed atomic.Bool
+	clock  *serverClock // the server's clock, for deadlines (deadline.go)
 
-	// ARGV[5], the limits' parameters, formatted once per set of limits
+	// Operations undone because their callers had given up (compensate).
+	undone, undoFailed atomic.Int64
+
+	// ARGV[6], the limits' parameters, formatted once per set of limits
 	// (see params), with the script for them: at most maxArgCache entries,
 	// at most maxScripts of them with a specialized script. argMu guards
 	// making entries, and the counts.
@@ -126,11 +133,10 @@ func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 // operations per pipeline, workers pipelines in flight at once. An
 // operation is sent as soon as a worker is free, with whatever others are
 // waiting then (no added wait), so a lone caller pays one channel hand-off
-// and a busy store sends many operations per round trip. workers ≤ 0 turns
-// batching off: each operation is then one EVALSHA from the calling
-// goroutine, which then needs the client's ContextTimeoutEnabled for a
-// deadline to bound it. Default: on, DefaultBatchSize and
-// DefaultBatchWorkers.
+// and a busy store sends many operations per round trip. WithBatching(0, 0)
+// turns batching off: each operation is then one EVALSHA, from a goroutine
+// of its own; negative values, or workers without a positive size, are an
+// error of New. Default: on, DefaultBatchSize and DefaultBatchWorkers.
 func WithBatching(size, workers int) Option {
 	return func(c *config) { c.batchSize, c.batch = size, workers }
 }
@@ -139,7 +145,7 @@ func WithBatching(size, workers int) Option {
 // the script is loaded on first use (and again whenever Redis has lost it).
 // Close stops the batching workers, if any; it does not close client.
 func New(client Client, opts ...Option) (*Store, error) {
-	if client == nil {
+	if isNil(client) {
 		return nil, fmt.Errorf("%w: nil client", ErrConfig)
 	}
 	c := config{prefix: DefaultPrefix, margin: DefaultMargin, maxKeyLen: DefaultMaxKeyLen,
@@ -158,6 +164,8 @@ func New(client Client, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: negative operation TTL %v", ErrConfig, c.opTTL)
 	case c.maxKeyLen < 1:
 		return nil, fmt.Errorf("%w: maximum key length %d", ErrConfig, c.maxKeyLen)
+	case c.batch < 0 || c.batchSize < 0:
+		return nil, fmt.Errorf("%w: WithBatching(%d, %d): negative", ErrConfig, c.batchSize, c.batch)
 	case c.batch > 0 && c.batchSize < 1:
 		return nil, fmt.Errorf("%w: batch size %d", ErrConfig, c.batchSize)
 	}
@@ -171,11 +179,23 @@ func New(client Client, opts ...Option) (*Store, error) {
 		opTTL:      ceilMillis(c.opTTL),
 		opBase:     hex.EncodeToString(seed[:]) + ".",
 		maxScripts: maxScripts,
+		clock:      newServerClock(),
 	}
 	if c.batch > 0 {
-		s.batch = newBatcher(client, c.batchSize, c.batch)
+		s.batch = newBatcher(s, c.batchSize, c.batch)
 	}
 	return s, nil
+}
+
+// isNil reports whether c is nil or holds a nil pointer: a
+// (*redis.Client)(nil) would crash the first call, in a goroutine of the
+// store's where the caller could not recover it.
+func isNil(c Client) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func ceilMillis(d time.Duration) int64 {
@@ -198,8 +218,7 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	if s.batch != nil {
 		reply, err = s.batch.do(ctx, c)
 	} else {
-		stampRecordTTL(ctx, c.args)
-		reply, err = run(ctx, s.client, c.script, c.keys, c.args)
+		reply, err = s.direct(ctx, c)
 	}
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
@@ -213,7 +232,8 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 
 // command returns the script for op, and its KEYS and ARGV (see
 // apply.lua). op is valid. ARGV[4] (args[3]) is the longest life of the
-// operation's record, or 0 for none: send sets it to the record's TTL.
+// operation's record, or 0 for none, and ARGV[5] (args[4]) the deadline, 0:
+// stamp sets them for the context the call is sent under.
 func (s *Store) command(op *core.Op) (sc *script, keys []string, args []any) {
 	c := s.newCall(op)
 	return c.script, c.keys, c.args
@@ -222,6 +242,7 @@ func (s *Store) command(op *core.Op) (sc *script, keys []string, args []any) {
 // newCall returns the call of op's script (see command).
 func (s *Store) newCall(op *core.Op) *call {
 	c := new(call)
+	c.op = *op
 	state := s.stateKey(op.Scope, op.Key)
 	c.keyBuf[0] = state
 	keys := c.keyBuf[:1]
@@ -231,7 +252,7 @@ func (s *Store) newCall(op *core.Op) *call {
 	} else {
 		args[0] = ""
 	}
-	args[1], args[2], args[3] = int(op.Kind), op.Cost, int64(0)
+	args[1], args[2], args[3], args[4] = int(op.Kind), op.Cost, int64(0), int64(0)
 	switch {
 	case op.Kind == core.Peek: // changes nothing: any number of copies may run
 	case s.opTTL > 0:
@@ -244,9 +265,9 @@ func (s *Store) newCall(op *core.Op) *call {
 	e := s.params(op.Limits)
 	c.script = e.script
 	if e.script == generic {
-		args[4] = e.params
+		args[5] = e.params
 	} else {
-		args = args[:4] // the script holds its parameters
+		args = args[:5] // the script holds its parameters
 	}
 	if e.logs {
 		for i := range op.Limits {
@@ -273,12 +294,12 @@ const maxArgCache = 1024
 
 type argEntry struct {
 	limits []core.Limit // a copy, to tell the limits of one hash apart
-	params any          // ARGV[5], the formatted string, boxed once
+	params any          // ARGV[6], the formatted string, boxed once
 	logs   bool         // whether some limit has a log (and so a key of its own)
 	script *script      // the script to run: specialized, or generic
 }
 
-// params returns ARGV[5] for limits, whether any of them has a log, and the
+// params returns ARGV[6] for limits, whether any of them has a log, and the
 // script to run for them. It is made once per set of limits, kept by a hash
 // of their numbers: a Limiter's own slice and a WithLimitsFunc that builds
 // its slice anew on every call find it alike, without allocating. Past
@@ -359,7 +380,7 @@ func sameNumbers(a, b []core.Limit) bool {
 	})
 }
 
-// formatParams formats ARGV[5] (see apply.lua): little-endian doubles, which
+// formatParams formats ARGV[6] (see apply.lua): little-endian doubles, which
 // hold every parameter exactly (each is below 2^53).
 func formatParams(limits []core.Limit, margin int64) (string, bool) {
 	b := make([]byte, 0, 8*(3+9*len(limits)))
@@ -385,20 +406,77 @@ func formatParams(limits []core.Limit, margin int64) (string, bool) {
 // runs, on a server that is not stalled, well within this.
 const recordSlack = 200
 
-// stampRecordTTL sets the TTL of the operation's record in args (ARGV[4],
-// when not 0) for sending under ctx: until ctx's deadline and recordSlack
-// more, or the longest life set by WithOpTTL, whichever is shorter. A
-// record costs the server a key of its own while it lives (with many live
-// records, about as much as the decision itself), so it lives no longer
-// than a retried copy of its command can arrive.
-func stampRecordTTL(ctx context.Context, args []any) {
-	longest, _ := args[3].(int64)
-	if longest == 0 {
+// stamp sets the arguments of c that depend on when it is sent: the
+// deadline (ARGV[5]), its caller's deadline in the server's clock, for a
+// state-changing operation; and the TTL of the operation's record (ARGV[4],
+// when not 0): until the pipeline's deadline (the caller's, lateGrace
+// later) and recordSlack more, or the longest life set by WithOpTTL,
+// whichever is shorter. A record costs the server a key of its own while it
+// lives (with many live records, about as much as the decision itself), so
+// it lives no longer than a retried copy of its command can arrive.
+func (s *Store) stamp(c *call) {
+	d, ok := c.ctx.Deadline()
+	if !ok {
 		return
 	}
-	if d, ok := ctx.Deadline(); ok {
-		args[3] = min(longest, max(ceilMillis(time.Until(d)), 0)+recordSlack)
+	if c.op.Kind != core.Peek {
+		c.args[4] = s.clock.deadline(d)
 	}
+	if longest, _ := c.args[3].(int64); longest != 0 {
+		c.args[3] = min(longest, max(ceilMillis(time.Until(d)+lateGrace), 0)+recordSlack)
+	}
+}
+
+// compensate undoes what the operation of c did, as its reply v says, for
+// a caller that gave up before the reply came: a Take it admitted or a
+// Charge is refunded, a Refund charged back. (A Reset cannot be undone.)
+// The opposite operation runs at once, in the background, under its own
+// timeout. Refund and Charge are exact inverses for GCRA, TokenBucket and
+// LeakyBucket, and for the window algorithms within the window the
+// operation ran in.
+func (s *Store) compensate(c *call, v any) {
+	op := c.op
+	switch {
+	case op.Kind == core.Peek || op.Kind == core.Reset || op.Cost == 0:
+		return
+	case op.Kind == core.Take:
+		d, err := decode(&op, v)
+		if err != nil || !d.Allowed {
+			return // expired, or denied: nothing to undo
+		}
+		op.Kind = core.Refund
+	case op.Kind == core.Charge:
+		if !applied(v) {
+			return
+		}
+		op.Kind = core.Refund
+	case op.Kind == core.Refund:
+		if !applied(v) {
+			return
+		}
+		op.Kind = core.Charge
+	}
+	if s.closed.Load() {
+		s.undoFailed.Add(1)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), lateGrace)
+		defer cancel()
+		u := s.newCall(&op)
+		if _, err := s.direct(ctx, u); err != nil {
+			s.undoFailed.Add(1)
+			return
+		}
+		s.undone.Add(1)
+	}()
+}
+
+// applied reports whether reply v is one of an operation that ran: neither
+// an error nor EXPIRED.
+func applied(v any) bool {
+	r, ok := v.(string)
+	return ok && len(r) > 9
 }
 
 // run runs sc with EVALSHA, and with EVAL (which loads it) when the server
@@ -453,10 +531,17 @@ func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err,
 // 2^53.
 func decode(op *core.Op, reply any) (core.Decision, error) {
 	r, ok := reply.(string)
-	if ok && len(r)%32 == fastHeader {
+	if !ok || len(r) < 9 {
+		return core.Decision{}, fmt.Errorf("%w: %T of length %d", ErrReply, reply, len(r))
+	}
+	r = r[8:] // the server's time (serverClock reads it)
+	if r == "X" {
+		return core.Decision{}, ErrExpired
+	}
+	if len(r)%32 == fastHeader {
 		return decodeFast(op, r)
 	}
-	if !ok || len(r) != 32*len(op.Limits) {
+	if len(r) != 32*len(op.Limits) {
 		return core.Decision{}, fmt.Errorf("%w: %T of length %d for %d limits", ErrReply, reply, len(r), len(op.Limits))
 	}
 	var x [4]int64

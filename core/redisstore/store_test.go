@@ -36,6 +36,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"a negative operation TTL", c, []Option{WithOpTTL(-time.Second)}},
 		{"a zero maximum key length", c, []Option{WithMaxKeyLen(0)}},
 		{"a zero batch size", c, []Option{WithBatching(0, 2)}},
+		{"a negative batch size", c, []Option{WithBatching(-1, 2)}},
+		{"negative batch workers", c, []Option{WithBatching(8, -1)}},
+		{"a typed nil *redis.Client", (*redis.Client)(nil), nil},
+		{"a typed nil *redis.ClusterClient", (*redis.ClusterClient)(nil), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is rejected", func(t *testing.T) {

@@ -42,16 +42,17 @@ func newApp(rdb *redis.Client, prefix string, logger *log.Logger) (http.Handler,
 	closeStores := func() { store.Close(); fallback.Close() }
 
 	// Store failures are reported here, never to the client. While the
-	// circuit breaker is open (after 5 failures or one timeout, for a
-	// second) every skipped call is reported too: sample or count them in
-	// production.
+	// circuit breaker is open (after a refused connection, failures lasting
+	// three timeouts, or half the calls failing; a probe each second) every
+	// skipped call is reported too: sample or count them in production.
 	logFailure := core.WithErrorHook(func(ctx context.Context, key string, err error) {
 		logger.Printf("rate limiter store failed for %q: %v", key, err)
 	})
 	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100),
-		// Redis down: decide on the local memstore. core.FailOpen would let
-		// every request through instead.
-		core.WithFailurePolicy(core.Fallback(fallback)),
+		// Redis down: decide on the local memstore, on a quarter of each
+		// limit, for a fleet of 4 instances. core.FailOpen would let every
+		// request through instead.
+		core.WithFailurePolicy(core.Fallback(fallback, core.FleetSize(4))),
 		core.WithTimeout(50*time.Millisecond), // the most a decision waits for Redis (the default)
 		logFailure,
 	)
@@ -85,7 +86,9 @@ func newApp(rdb *redis.Client, prefix string, logger *log.Logger) (http.Handler,
 // newClient returns a client of the Redis at addr. ContextTimeoutEnabled
 // lets the limiter's timeout bound a call to a Redis that hangs.
 func newClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	// MaxRetries and DialerRetries: a Redis that refuses connections is seen
+	// at the first refusal (see the redisstore package doc).
+	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 }
 
 func main() {

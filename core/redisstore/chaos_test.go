@@ -1,0 +1,284 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// Faults for real, against a redis-server each test starts (server_test.go)
+// so that stopping or killing it disturbs no other test: the guarantees
+// of DESIGN.md §4 under a stall, a healthy load, a kill and a resume.
+
+// tally counts a load's decisions by source, its errors, and its longest
+// call.
+type tally struct {
+	store, policy, errs atomic.Int64
+	storeFailures       atomic.Int64 // errors the hook saw from the store itself, not the open breaker
+	mu                  sync.Mutex
+	longest             time.Duration
+}
+
+func (ty *tally) hook(_ context.Context, _ string, err error) {
+	if !errors.Is(err, core.ErrUnavailable) {
+		ty.storeFailures.Add(1)
+	}
+}
+
+// call runs one Allow and counts it.
+func (ty *tally) call(lim *core.Limiter, key string) {
+	start := time.Now()
+	d, err := lim.Allow(context.Background(), key)
+	took := time.Since(start)
+	switch {
+	case err != nil:
+		ty.errs.Add(1)
+	case d.Source == core.FromStore:
+		ty.store.Add(1)
+	default:
+		ty.policy.Add(1)
+	}
+	ty.mu.Lock()
+	ty.longest = max(ty.longest, took)
+	ty.mu.Unlock()
+}
+
+// load runs callers goroutines, each calling Allow then sleeping pause,
+// until the returned function is called; it returns when they are done.
+func (ty *tally) load(lim *core.Limiter, callers int, pause time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := "caller-" + string(rune('a'+i%26))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				ty.call(lim, key)
+				if pause > 0 {
+					time.Sleep(pause)
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+// longestCall returns the longest call so far.
+func (ty *tally) longestCall() time.Duration {
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	return ty.longest
+}
+
+func (ty *tally) String() string {
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	return fmt.Sprintf("store decisions %d, policy decisions %d, errors %d, store failures %d, longest call %v",
+		ty.store.Load(), ty.policy.Load(), ty.errs.Load(), ty.storeFailures.Load(), ty.longest)
+}
+
+// chaosLimiter is a Limiter on s with default failure options but the
+// policy and hook given: the guarantees hold for the defaults.
+func chaosLimiter(t *testing.T, s core.Store, policy core.FailurePolicy, ty *tally, opts ...core.Option) *core.Limiter {
+	t.Helper()
+	lim, err := core.New(s, append([]core.Option{core.Per(1_000_000_000, time.Second).WithAlgorithm(core.GCRA),
+		core.WithFailurePolicy(policy), core.WithErrorHook(ty.hook)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// One stall of 60 ms under light load (4 callers, a call every 2 ms each,
+// default options, FailOpen) costs the calls caught in it: at most 20
+// decisions made by the failure policy. The breaker stays closed.
+func TestStallCostsAFewPolicyDecisions(t *testing.T) {
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	var ty tally
+	lim := chaosLimiter(t, newStore(t, c), core.FailOpen, &ty)
+	stop := ty.load(lim, 4, 2*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	srv.signal(syscall.SIGSTOP)
+	time.Sleep(60 * time.Millisecond)
+	srv.signal(syscall.SIGCONT)
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	t.Log(ty.String())
+	if p := ty.policy.Load(); p > 20 {
+		t.Errorf("a 60ms stall put %d decisions under the failure policy, want at most 20", p)
+	}
+	if ty.store.Load() < 100 || ty.errs.Load() != 0 {
+		t.Errorf("%v: want the store deciding before and after the stall, and no error under FailOpen", ty.String())
+	}
+}
+
+// 64 callers on a healthy Redis with default options: no error, no
+// decision by the policy, no breaker.
+func TestHealthyLoadNeverFails(t *testing.T) {
+	srv := startServer(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.addr, ContextTimeoutEnabled: true})
+	defer c.Close()
+	var ty tally
+	lim := chaosLimiter(t, newStore(t, c), core.FailClosed, &ty)
+	stop := ty.load(lim, 64, 0)
+	time.Sleep(2 * time.Second)
+	stop()
+	t.Log(ty.String())
+	if ty.errs.Load() != 0 || ty.policy.Load() != 0 || ty.storeFailures.Load() != 0 {
+		t.Errorf("%v: want every decision the store's", ty.String())
+	}
+}
+
+// Redis killed: the breaker opens within a handful of calls, no call
+// waits longer than the timeout, and once Redis is back decisions are the
+// store's again within one probe interval (the breaker's cool-down).
+//
+// A refused connection opens the breaker at once, but go-redis retries a
+// failed dial (DialerRetries: 5, 100 ms apart) and a failed command
+// (MaxRetries: 3) for longer than a caller's timeout by default: a killed
+// Redis then looks like one that hangs, and the breaker opens after
+// MinOutage (three timeouts). With the client options the package doc
+// recommends, the first refused dial reaches the caller.
+func TestKilledServerOpensTheBreakerAndRecovers(t *testing.T) {
+	const coolDown, callers = 300 * time.Millisecond, 8
+	for _, tc := range []struct {
+		name        string
+		opts        func(*redis.Options)
+		maxFailures int64 // calls that reach the killed server
+	}{
+		{"go-redis defaults: the breaker opens after MinOutage", func(*redis.Options) {}, callers * 6},
+		{"recommended options: at the first refused connection", func(o *redis.Options) { o.MaxRetries, o.DialerRetries = -1, 1 }, 3 * callers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t)
+			o := clientOptions(srv.addr)
+			tc.opts(o)
+			c := redis.NewClient(o)
+			defer c.Close()
+			var ty tally
+			lim := chaosLimiter(t, newStore(t, c), core.FailOpen, &ty, core.WithBreaker(core.Breaker{CoolDown: coolDown}))
+			stop := ty.load(lim, callers, time.Millisecond)
+			defer stop()
+			time.Sleep(200 * time.Millisecond)
+			srv.kill()
+			time.Sleep(time.Second)
+			failures := ty.storeFailures.Load()
+			t.Logf("killed: %v", ty.String())
+			if failures > tc.maxFailures {
+				t.Errorf("%d calls reached a killed server, want the breaker open within %d", failures, tc.maxFailures)
+			}
+			if ty.policy.Load() < 10*failures {
+				t.Errorf("%v: want the breaker answering (almost) every call after the kill", ty.String())
+			}
+			if l := ty.longestCall(); l > core.DefaultTimeout+slack {
+				t.Errorf("a call took %v, want at most the timeout %v (+%v slack)", l, core.DefaultTimeout, slack)
+			}
+			srv.start()
+			up := time.Now()
+			before := ty.store.Load()
+			for ty.store.Load() == before {
+				if time.Since(up) > coolDown+slack+200*time.Millisecond {
+					t.Fatalf("%v after Redis came back no decision was the store's", time.Since(up))
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			t.Logf("the store decided again %v after Redis came back (cool-down %v)", time.Since(up), coolDown)
+		})
+	}
+}
+
+// A decision its caller gave up on changes nothing: Redis stopped
+// (SIGSTOP) with calls in flight, which time out and are answered by the
+// policy; resumed (SIGCONT), it receives them; afterwards the key's state
+// is exactly what the answered decisions say.
+func TestAbandonedDecisionsChangeNothing(t *testing.T) {
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	const quota = 100_000
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		clock bool // the Limiter's clock, not Redis TIME
+	}{
+		{"batched, Redis TIME", nil, false},
+		{"unbatched, Redis TIME", []Option{WithBatching(0, 0)}, false},
+		{"batched, the caller's clock", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, c, tc.opts...)
+			// 400 days per 100,000: no unit comes back during the test.
+			opts := []core.Option{core.Per(quota, core.MaxPeriod).WithAlgorithm(core.GCRA),
+				core.WithFailurePolicy(core.FailClosed)}
+			if tc.clock {
+				at := time.Now()
+				opts = append(opts, core.WithClock(core.ClockFunc(func() time.Time { return at })))
+			}
+			lim, err := core.New(s, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var admitted, failed atomic.Int64
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-done:
+							return
+						default:
+						}
+						d, err := lim.Allow(context.Background(), "k")
+						switch {
+						case err != nil:
+							failed.Add(1)
+						case d.Allowed:
+							admitted.Add(1)
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}()
+			}
+			time.Sleep(200 * time.Millisecond)
+			srv.signal(syscall.SIGSTOP)
+			time.Sleep(300 * time.Millisecond)
+			srv.signal(syscall.SIGCONT)
+			time.Sleep(200 * time.Millisecond)
+			close(done)
+			wg.Wait()
+			time.Sleep(lateGrace + 300*time.Millisecond) // late replies are read, and undone
+			d, err := lim.Peek(context.Background(), "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("admitted %d, failed %d; undone %d (%d failed to undo); remaining %d", admitted.Load(), failed.Load(), s.undone.Load(), s.undoFailed.Load(), d.Remaining)
+			if failed.Load() == 0 {
+				t.Fatal("no call failed during the stall: the test tested nothing")
+			}
+			if want := quota - admitted.Load(); d.Remaining != want {
+				t.Errorf("after the stall the key has %d remaining, want %d: quota %d less the %d admissions its callers were told of",
+					d.Remaining, want, quota, admitted.Load())
+			}
+		})
+	}
+}

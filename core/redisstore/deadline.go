@@ -1,0 +1,98 @@
+package redisstore
+
+import (
+	"sync"
+	"time"
+)
+
+// Deadlines. A caller that gives up on an operation (its context ends: the
+// Limiter's timeout) is answered by the Limiter's failure policy, as if the
+// operation had not happened; so it must not happen. Two mechanisms make
+// sure of that:
+//
+//   - The script carries its caller's deadline, in the server's clock, and
+//     changes nothing when it runs past it (apply.lua replies EXPIRED): a
+//     command that waited out a stall in the server's socket is refused
+//     when the server resumes.
+//   - A script that ran before the deadline may still reply after it. The
+//     store reads that reply anyway (the pipeline waits lateGrace past the
+//     latest deadline of its callers) and undoes what the operation did, with
+//     the opposite operation (compensate).
+//
+// The server's clock is not the client's: every reply carries the server's
+// TIME, and serverClock keeps a lower bound of the offset between the two,
+// so that a deadline converted with it falls no later, in the server's
+// clock, than the client's own deadline: a script that runs at or before
+// it ran before the caller gave up.
+
+// serverClock estimates off = server time − client time, in µs, where the
+// client's time is its monotonic clock since base. Each reply read at
+// client time r and carrying server time S bounds it: the script ran before
+// the reply was read, so off ≥ S − r. The estimate is the largest such
+// bound seen within the last two seconds, so that it follows the server's
+// clock if it steps back; older, it is lowered by driftAllowance per second
+// of its age, since the clocks drift apart slowly (NTP slews at most
+// 500 ppm).
+type serverClock struct {
+	base time.Time
+
+	mu   sync.Mutex
+	cur  int64 // largest bound seen in the current second of the client's clock
+	prev int64 // in the second before
+	sec  int64 // the current second: client µs / 1e6
+	seen int64 // client µs of the last sample; 0: none
+}
+
+// driftAllowance is how many µs per second an old offset is lowered by.
+const driftAllowance = 1000
+
+func newServerClock() *serverClock { return &serverClock{base: time.Now()} }
+
+// since returns t in client µs (monotonic, from t's monotonic reading).
+func (k *serverClock) since(t time.Time) int64 { return int64(t.Sub(k.base) / time.Microsecond) }
+
+// observe records the server time carried by reply v, read now.
+func (k *serverClock) observe(v any) {
+	r, ok := v.(string)
+	if !ok || len(r) < 8 {
+		return
+	}
+	srv, ok := exact(r)
+	if !ok {
+		return
+	}
+	now := k.since(time.Now()) + 1
+	bound := srv - now
+	sec := now / 1e6
+	k.mu.Lock()
+	switch {
+	case k.seen == 0 || sec > k.sec+1:
+		k.cur, k.prev = bound, bound
+	case sec == k.sec+1:
+		k.prev, k.cur = k.cur, bound
+	default:
+		k.cur = max(k.cur, bound)
+	}
+	k.sec, k.seen = max(k.sec, sec), now
+	k.mu.Unlock()
+}
+
+// deadline returns d in the server's clock (Unix µs), no later than the
+// server's time at the client's instant d; or 0 (no deadline) when no
+// reply has taught the offset yet.
+func (k *serverClock) deadline(d time.Time) int64 {
+	now := k.since(time.Now()) + 1
+	k.mu.Lock()
+	seen, off := k.seen, max(k.cur, k.prev)
+	if now/1e6 > k.sec+1 {
+		off = k.cur
+	}
+	k.mu.Unlock()
+	if seen == 0 {
+		return 0
+	}
+	if age := now - seen; age > 2e6 {
+		off -= age / 1e6 * driftAllowance
+	}
+	return max(k.since(d)+off, 1)
+}
