@@ -87,6 +87,38 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	}
 }
 
+func TestNilFunctionsPanicAtConstruction(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	tests := []struct {
+		option string
+		opt    echolimit.Option
+	}{
+		{"WithKeyFunc", echolimit.WithKeyFunc(nil)},
+		{"WithKey", echolimit.WithKey(nil)},
+		{"WithRule", echolimit.WithRule(lim, nil)},
+		{"WithRule", echolimit.WithRule(lim, echolimit.KeyFunc(nil))},
+		{"WithCostFunc", echolimit.WithCostFunc(nil)},
+		{"WithSkipper", echolimit.WithSkipper(nil)},
+		{"WithDeniedHandler", echolimit.WithDeniedHandler(nil)},
+		{"WithErrorHandler", echolimit.WithErrorHandler(nil)},
+		{"WithRefundOn", echolimit.WithRefundOn(nil)},
+		{"WithResponseCost", echolimit.WithResponseCost(nil)},
+		{"WithOnDenied", echolimit.WithOnDenied(nil)},
+		{"WithOnError", echolimit.WithOnError(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option+" of nil panics in New, naming it", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "echolimit: New: ") || !strings.Contains(s, ": "+tt.option+": nil ") {
+					t.Errorf("New(lim, %s(nil)) recovered %v, want an echolimit panic naming %s", tt.option, r, tt.option)
+				}
+			}()
+			echolimit.New(lim, tt.opt)
+		})
+	}
+}
+
 func TestSkipper(t *testing.T) {
 	health := func(c echo.Context) bool { return c.Path() == "/health" }
 	for name, mw := range map[string]func(lim *core.Limiter) echo.MiddlewareFunc{
@@ -110,9 +142,9 @@ func TestSkipper(t *testing.T) {
 			})
 		})
 	}
-	t.Run("a nil Skipper skips nothing, as middleware.DefaultSkipper", func(t *testing.T) {
+	t.Run("a nil Config.Skipper skips nothing, as middleware.DefaultSkipper", func(t *testing.T) {
 		e := echo.New()
-		e.Use(echolimit.New(newLimiter(t, nil, fixed(1, "m")), echolimit.WithSkipper(nil)))
+		e.Use(echolimit.NewWithConfig(echolimit.Config{Limiter: newLimiter(t, nil, fixed(1, "m")), Skipper: nil}))
 		e.GET("/", ok)
 		run(t, e, []step{{target: "/", status: 200, rateLimit: `"m";r=0;t=60`}, {target: "/", status: 429, rateLimit: `"m";r=0;t=60`}})
 	})

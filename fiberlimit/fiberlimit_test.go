@@ -298,9 +298,41 @@ func TestReportCost(t *testing.T) {
 	do(plain, "GET", "/")
 }
 
-func TestNilKeyFuncMeansTheDefault(t *testing.T) {
+func TestNilFunctionsPanicAtConstruction(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	tests := []struct {
+		option string
+		opt    fiberlimit.Option
+	}{
+		{"WithKeyFunc", fiberlimit.WithKeyFunc(nil)},
+		{"WithKey", fiberlimit.WithKey(nil)},
+		{"WithRule", fiberlimit.WithRule(lim, nil)},
+		{"WithRule", fiberlimit.WithRule(lim, fiberlimit.KeyFunc(nil))},
+		{"WithCostFunc", fiberlimit.WithCostFunc(nil)},
+		{"WithNext", fiberlimit.WithNext(nil)},
+		{"WithDeniedHandler", fiberlimit.WithDeniedHandler(nil)},
+		{"WithErrorHandler", fiberlimit.WithErrorHandler(nil)},
+		{"WithRefundOn", fiberlimit.WithRefundOn(nil)},
+		{"WithResponseCost", fiberlimit.WithResponseCost(nil)},
+		{"WithOnDenied", fiberlimit.WithOnDenied(nil)},
+		{"WithOnError", fiberlimit.WithOnError(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option+" of nil panics in New, naming it", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "fiberlimit: New: ") || !strings.Contains(s, ": "+tt.option+": nil ") {
+					t.Errorf("New(lim, %s(nil)) recovered %v, want a fiberlimit panic naming %s", tt.option, r, tt.option)
+				}
+			}()
+			fiberlimit.New(lim, tt.opt)
+		})
+	}
+}
+
+func TestTheDefaultKeyIsThePeer(t *testing.T) {
 	app := fiber.New()
-	app.Use(fiberlimit.New(newLimiter(t, nil, fixed(1, "m")), fiberlimit.WithKeyFunc(nil)))
+	app.Use(fiberlimit.New(newLimiter(t, nil, fixed(1, "m"))))
 	app.Get("/", ok)
 	for i, want := range []int{200, 429} {
 		if got := do(app, "GET", "/").StatusCode(); got != want {

@@ -63,16 +63,42 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	}
 }
 
-func TestNilFunctionOptionsMeanTheDefault(t *testing.T) {
+func TestNilFunctionsPanicAtConstruction(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	tests := []struct {
+		option string
+		opt    ginlimit.Option
+	}{
+		{"WithKeyFunc", ginlimit.WithKeyFunc(nil)},
+		{"WithKey", ginlimit.WithKey(nil)},
+		{"WithRule", ginlimit.WithRule(lim, nil)},
+		{"WithRule", ginlimit.WithRule(lim, ginlimit.KeyFunc(nil))},
+		{"WithCostFunc", ginlimit.WithCostFunc(nil)},
+		{"WithSkip", ginlimit.WithSkip(nil)},
+		{"WithDeniedHandler", ginlimit.WithDeniedHandler(nil)},
+		{"WithErrorHandler", ginlimit.WithErrorHandler(nil)},
+		{"WithRefundOn", ginlimit.WithRefundOn(nil)},
+		{"WithResponseCost", ginlimit.WithResponseCost(nil)},
+		{"WithOnDenied", ginlimit.WithOnDenied(nil)},
+		{"WithOnError", ginlimit.WithOnError(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option+" of nil panics in New, naming it", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "ginlimit: New: ") || !strings.Contains(s, ": "+tt.option+": nil ") {
+					t.Errorf("New(lim, %s(nil)) recovered %v, want a ginlimit panic naming %s", tt.option, r, tt.option)
+				}
+			}()
+			ginlimit.New(lim, tt.opt)
+		})
+	}
+}
+
+func TestOmittedFunctionOptionsMeanTheDefault(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(1, "m"))
 	r := gin.New()
-	r.GET("/", ginlimit.New(lim,
-		ginlimit.WithKey(nil),
-		ginlimit.WithKeyFunc((func(*gin.Context) (string, error))(nil)),
-		ginlimit.WithCostFunc(nil), ginlimit.WithSkip(nil),
-		ginlimit.WithDeniedHandler(nil), ginlimit.WithErrorHandler(nil),
-		ginlimit.WithOnDenied(nil), ginlimit.WithOnError(nil),
-	), ok)
+	r.GET("/", ginlimit.New(lim), ok)
 	if got := do(r, "GET", "/").Code; got != 200 {
 		t.Errorf("first request = %d, want 200", got)
 	}

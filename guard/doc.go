@@ -46,6 +46,15 @@
 // translations into Options: the adapter's Request and Writer carry the
 // framework's context, so a translated function type-asserts them.
 //
+// Bad configuration fails in New, never on a request: every option that
+// takes a function rejects nil (leave the option out for its default), and
+// New's error wraps ErrInvalidOption and names the option. An adapter's
+// own option rejects its arguments the same way, with Invalid:
+//
+//	if fn == nil {
+//		return guard.Invalid("WithSkipper", "nil function")
+//	}
+//
 // # Headers
 //
 // The default, HeadersDraft11, sends the Structured Field Lists of

@@ -38,27 +38,35 @@ type Guard struct {
 
 // New returns a Guard that limits requests with lim, keyed by
 // keyfuncs.IP() unless WithKey says otherwise, and by the further
-// rules of WithRule. It returns an error for a nil Limiter (in New or
-// WithRule), a negative cost or max delay, or an unknown header style.
+// rules of WithRule. It returns an error for a nil Limiter, and one
+// wrapping ErrInvalidOption, naming the option, for an option given
+// something it cannot use: a nil function (every option that takes a
+// function rejects nil; leave the option out for its default), a nil
+// Limiter in WithRule, a negative cost or max delay, an unknown header
+// style.
 func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
+	if lim == nil {
+		return nil, errors.New("guard: New: nil *core.Limiter")
+	}
 	c := config{cost: 1, maxDelay: DefaultMaxDelay}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	if lim == nil {
-		return nil, errors.New("guard: New: nil *core.Limiter")
+	if c.err != nil {
+		return nil, c.err
 	}
-	switch {
-	case c.cost < 0:
-		return nil, errors.New("guard: New: negative cost")
-	case c.maxDelay < 0:
-		return nil, errors.New("guard: New: negative max delay")
-	case c.style >= numStyles:
-		return nil, errors.New("guard: New: unknown header style")
+	if c.key == nil {
+		c.key = keyfuncs.IP()
 	}
-	g := &Guard{
+	if c.denied == nil {
+		c.denied = DefaultDeniedHandler
+	}
+	if c.onErr == nil {
+		c.onErr = DefaultErrorHandler
+	}
+	return &Guard{
 		rules:     append([]rule{{lim: lim, key: c.key}}, c.rules...),
 		cost:      c.cost,
 		costFn:    c.costFn,
@@ -73,27 +81,7 @@ func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
 		respCost:  c.respCost,
 		hookDeny:  c.hookDeny,
 		hookError: c.hookError,
-	}
-	var ip keyfuncs.Func
-	for i := range g.rules {
-		ru := &g.rules[i]
-		if ru.lim == nil {
-			return nil, errors.New("guard: New: WithRule: nil *core.Limiter")
-		}
-		if ru.key == nil {
-			if ip == nil {
-				ip = keyfuncs.IP()
-			}
-			ru.key = ip
-		}
-	}
-	if g.denied == nil {
-		g.denied = DefaultDeniedHandler
-	}
-	if g.onErr == nil {
-		g.onErr = DefaultErrorHandler
-	}
-	return g, nil
+	}, nil
 }
 
 // NeedsResult reports whether the Guard reads the Result that Next
@@ -340,8 +328,11 @@ var ErrSkipRule = errors.New("guard: skip rule")
 // returns an empty key or an error matching keyfuncs.ErrNoKey, so that
 // requests without that key (anonymous ones, for a per-user rule) are
 // exempt from the rule instead of failing with 400. Other errors pass
-// through.
+// through. Optional(nil) is nil, which WithKey and WithRule reject.
 func Optional(fn keyfuncs.Func) keyfuncs.Func {
+	if fn == nil {
+		return nil
+	}
 	return func(r keyfuncs.Request) (string, error) {
 		k, err := fn(r)
 		if (err == nil && k == "") || errors.Is(err, keyfuncs.ErrNoKey) {

@@ -21,21 +21,40 @@ import (
 func TestNewRejectsProgrammerErrors(t *testing.T) {
 	e := newEnv(t)
 	lim := e.limiter(t, fixed(1, time.Minute, "m"))
+	if _, err := guard.New(nil); err == nil {
+		t.Error("New(nil) = nil error, want one")
+	}
 	tests := []struct {
-		name string
-		lim  *core.Limiter
-		opts []guard.Option
+		name   string
+		opt    guard.Option
+		option string // the option the error must name
 	}{
-		{"a nil limiter", nil, nil},
-		{"a nil limiter in a rule", lim, []guard.Option{guard.WithRule(nil, nil)}},
-		{"a negative cost", lim, []guard.Option{guard.WithCost(-1)}},
-		{"a negative max delay", lim, []guard.Option{guard.WithMaxDelay(-time.Second)}},
-		{"an unknown header style", lim, []guard.Option{guard.WithHeaders(99)}},
+		{"a nil limiter in a rule", guard.WithRule(nil, keyfuncs.IP()), "WithRule"},
+		{"a nil key function in a rule", guard.WithRule(lim, nil), "WithRule"},
+		{"a rule keyed by Optional(nil)", guard.WithRule(lim, guard.Optional(nil)), "WithRule"},
+		{"a nil key function", guard.WithKey(nil), "WithKey"},
+		{"a negative cost", guard.WithCost(-1), "WithCost"},
+		{"a nil cost function", guard.WithCostFunc(nil), "WithCostFunc"},
+		{"a nil skip function", guard.WithSkip(nil), "WithSkip"},
+		{"a nil denied handler", guard.WithDeniedHandler(nil), "WithDeniedHandler"},
+		{"a nil error handler", guard.WithErrorHandler(nil), "WithErrorHandler"},
+		{"an unknown header style", guard.WithHeaders(99), "WithHeaders"},
+		{"a negative max delay", guard.WithMaxDelay(-time.Second), "WithMaxDelay"},
+		{"a nil refund matcher", guard.WithRefundOn(nil), "WithRefundOn"},
+		{"a nil response cost", guard.WithResponseCost(nil), "WithResponseCost"},
+		{"a nil denial hook", guard.WithOnDenied(nil), "WithOnDenied"},
+		{"a nil error hook", guard.WithOnError(nil), "WithOnError"},
+		{"an adapter's invalid option", guard.Invalid("WithSkipper", "nil function"), "WithSkipper"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := guard.New(tt.lim, tt.opts...); err == nil {
-				t.Errorf("New(%s) = nil error, want one", tt.name)
+			_, err := guard.New(lim, tt.opt)
+			if !errors.Is(err, guard.ErrInvalidOption) || !strings.Contains(err.Error(), ": "+tt.option+": ") {
+				t.Errorf("New(lim, %s) = %v, want an error wrapping ErrInvalidOption that names %s", tt.name, err, tt.option)
+			}
+			// A valid option after the invalid one does not hide it.
+			if _, err := guard.New(lim, tt.opt, guard.WithCost(1)); !errors.Is(err, guard.ErrInvalidOption) {
+				t.Errorf("New(lim, %s, WithCost(1)) = %v, want ErrInvalidOption", tt.name, err)
 			}
 		})
 	}
@@ -118,8 +137,8 @@ func TestKeyErrors(t *testing.T) {
 	}{
 		{"an empty key from a custom function is a 400", func(keyfuncs.Request) (string, error) { return "", nil }, "192.0.2.1:1", 400},
 		{"a missing header is a 400", keyfuncs.Header("X-Key"), "192.0.2.1:1", 400},
-		{"an unparsable peer address is a 500", nil, "not-an-address", 500},
-		{"an empty peer address is a 400", nil, "", 400},
+		{"an unparsable peer address is a 500", keyfuncs.IP(), "not-an-address", 500},
+		{"an empty peer address is a 400", keyfuncs.IP(), "", 400},
 		{"a key of MaxKeyLen bytes passes", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", keyfuncs.MaxKeyLen), nil }, "192.0.2.1:1", 200},
 		{"a longer key is a 400, as from keyfuncs.Header", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", 1<<20), nil }, "192.0.2.1:1", 400},
 	}

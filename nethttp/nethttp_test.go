@@ -48,8 +48,40 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	}
 }
 
-func TestNilKeyFuncMeansThePeerAddress(t *testing.T) {
-	h := nethttp.New(newLimiter(t, nil, fixed(1, "m")), nethttp.WithKeyFunc(nil))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+func TestNilFunctionsPanicAtConstruction(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	tests := []struct {
+		option string
+		opt    nethttp.Option
+	}{
+		{"WithKeyFunc", nethttp.WithKeyFunc(nil)},
+		{"WithKey", nethttp.WithKey(nil)},
+		{"WithRule", nethttp.WithRule(lim, nil)},
+		{"WithRule", nethttp.WithRule(lim, nethttp.KeyFunc(nil))},
+		{"WithCostFunc", nethttp.WithCostFunc(nil)},
+		{"WithSkip", nethttp.WithSkip(nil)},
+		{"WithDeniedHandler", nethttp.WithDeniedHandler(nil)},
+		{"WithErrorHandler", nethttp.WithErrorHandler(nil)},
+		{"WithRefundOn", nethttp.WithRefundOn(nil)},
+		{"WithResponseCost", nethttp.WithResponseCost(nil)},
+		{"WithOnDenied", nethttp.WithOnDenied(nil)},
+		{"WithOnError", nethttp.WithOnError(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option+" of nil panics in New, naming it", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "nethttp: New: ") || !strings.Contains(s, ": "+tt.option+": nil ") {
+					t.Errorf("New(lim, %s(nil)) recovered %v, want a nethttp panic naming %s", tt.option, r, tt.option)
+				}
+			}()
+			nethttp.New(lim, tt.opt)
+		})
+	}
+}
+
+func TestTheDefaultKeyIsThePeerAddress(t *testing.T) {
+	h := nethttp.New(newLimiter(t, nil, fixed(1, "m")))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	for i, tt := range []struct {
 		peer string
 		want int
