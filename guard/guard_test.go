@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -354,6 +355,58 @@ func TestSettle(t *testing.T) {
 			}
 			if got := remaining(t, lim, "192.0.2.1"); got != tt.want {
 				t.Errorf("remaining = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReportedCosts(t *testing.T) {
+	tests := []struct {
+		name   string
+		report func(ctx context.Context)
+		want   int64 // remaining of 10 after the request
+	}{
+		{"AddCost(MaxInt64) twice saturates instead of wrapping to a free request", func(ctx context.Context) {
+			guard.AddCost(ctx, math.MaxInt64)
+			guard.AddCost(ctx, math.MaxInt64)
+		}, 0},
+		{"an AddCost that would overflow saturates", func(ctx context.Context) {
+			guard.AddCost(ctx, 3)
+			guard.AddCost(ctx, math.MaxInt64-1)
+		}, 0},
+		{"a negative AddCost counts as 0", func(ctx context.Context) {
+			guard.AddCost(ctx, 5)
+			guard.AddCost(ctx, -3)
+		}, 5},
+		{"a negative AddCost alone reports a cost of 0", func(ctx context.Context) { guard.AddCost(ctx, -3) }, 10},
+		{"AddCost after a negative ReportCost starts from 0", func(ctx context.Context) {
+			guard.ReportCost(ctx, -5)
+			guard.AddCost(ctx, 3)
+		}, 7},
+		{"ReportCost replaces what AddCost added", func(ctx context.Context) {
+			guard.AddCost(ctx, 4)
+			guard.ReportCost(ctx, 2)
+		}, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			lim := e.limiter(t, fixed(10, time.Minute, "m"))
+			g := mustNew(t, lim, guard.WithReportedCost())
+			err := g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), newRecorder(), func(ctx context.Context) guard.Result {
+				tt.report(ctx)
+				return guard.Result{Status: 200}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := remaining(t, lim, "192.0.2.1"); got != tt.want {
+				t.Errorf("remaining = %d, want %d", got, tt.want)
+			}
+			if tt.want == 0 {
+				if rec, ran := served(t, g, request("192.0.2.1:1")); ran || rec.status != 429 {
+					t.Errorf("next request: status %d, ran %v; want 429", rec.status, ran)
+				}
 			}
 		})
 	}
