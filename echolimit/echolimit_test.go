@@ -539,3 +539,57 @@ func TestPanicIsRefundedAndRecoveredByEcho(t *testing.T) {
 		{target: "/", status: 200, rateLimit: `"m";r=0;t=60`}, // the panicking request was refunded
 	})
 }
+
+func TestPanicsInConfiguredFunctionsLeaveNoCharge(t *testing.T) {
+	const boom = guardtest.Boom
+	when := func(c echo.Context, trigger string) bool {
+		return c.Request().Header.Get(guardtest.TriggerHeader) == trigger
+	}
+	tests := []struct {
+		name, trigger string
+		opts          []echolimit.Option
+	}{
+		{"a later rule's key function", "panic", nil},
+		{"the cost function", "panic", []echolimit.Option{echolimit.WithCostFunc(func(c echo.Context) (int64, error) {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return 1, nil
+		})}},
+		{"the skipper", "panic", []echolimit.Option{echolimit.WithSkipper(func(c echo.Context) bool {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return false
+		})}},
+		{"the denied handler", "deny", []echolimit.Option{echolimit.WithDeniedHandler(func(echo.Context, *guard.Denial) error { panic(boom) })}},
+		{"the OnDenied hook", "deny", []echolimit.Option{echolimit.WithOnDenied(func(echo.Context, *guard.Denial) { panic(boom) })}},
+		{"the error handler", "fail", []echolimit.Option{echolimit.WithErrorHandler(func(echo.Context, error) error { panic(boom) })}},
+		{"the OnError hook", "fail", []echolimit.Option{echolimit.WithOnError(func(echo.Context, error) { panic(boom) })}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" reaches echo's Recover and leaves no charge", func(t *testing.T) {
+			var recovered []string
+			e := echo.New()
+			e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: func(_ echo.Context, err error, _ []byte) error {
+				recovered = append(recovered, err.Error())
+				return err
+			}}))
+			e.Use(echolimit.New(newLimiter(t, nil, fixed(1, "per-ip")), append(tt.opts, guardtest.TriggerRule(t))...))
+			e.GET("/", ok)
+			for i := range 3 {
+				r := httptest.NewRequest("GET", "/", nil)
+				r.Header.Set(guardtest.TriggerHeader, tt.trigger)
+				if got := doReq(e, r).Code; got != 500 {
+					t.Errorf("request %d with %s = %d, want 500 from echo's Recover", i, tt.trigger, got)
+				}
+			}
+			if len(recovered) != 3 || recovered[0] != boom {
+				t.Errorf("echo recovered %q, want the panic %q three times", recovered, boom)
+			}
+			if got := do(e, "GET", "/").Code; got != 200 {
+				t.Errorf("the next request = %d, want 200: the panicking ones left no charge", got)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/fiberlimit"
@@ -513,6 +514,55 @@ func TestTrustModel(t *testing.T) {
 				if got := do(app, "GET", "/", "X-Forwarded-For", xff).StatusCode(); got != tt.want[i] {
 					t.Errorf("request %d from %s = %d, want %d", i, xff, got, tt.want[i])
 				}
+			}
+		})
+	}
+}
+
+func TestPanicsInConfiguredFunctionsLeaveNoCharge(t *testing.T) {
+	const boom = guardtest.Boom
+	when := func(c *fiber.Ctx, trigger string) bool { return c.Get(guardtest.TriggerHeader) == trigger }
+	tests := []struct {
+		name, trigger string
+		opts          []fiberlimit.Option
+	}{
+		{"a later rule's key function", "panic", nil},
+		{"the cost function", "panic", []fiberlimit.Option{fiberlimit.WithCostFunc(func(c *fiber.Ctx) (int64, error) {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return 1, nil
+		})}},
+		{"the Next function", "panic", []fiberlimit.Option{fiberlimit.WithNext(func(c *fiber.Ctx) bool {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return false
+		})}},
+		{"the denied handler", "deny", []fiberlimit.Option{fiberlimit.WithDeniedHandler(func(*fiber.Ctx, *guard.Denial) error { panic(boom) })}},
+		{"the OnDenied hook", "deny", []fiberlimit.Option{fiberlimit.WithOnDenied(func(*fiber.Ctx, *guard.Denial) { panic(boom) })}},
+		{"the error handler", "fail", []fiberlimit.Option{fiberlimit.WithErrorHandler(func(*fiber.Ctx, error) error { panic(boom) })}},
+		{"the OnError hook", "fail", []fiberlimit.Option{fiberlimit.WithOnError(func(*fiber.Ctx, error) { panic(boom) })}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" reaches fiber's recover middleware and leaves no charge", func(t *testing.T) {
+			var recovered []any
+			app := fiber.New()
+			app.Use(fiberrecover.New(fiberrecover.Config{EnableStackTrace: true, StackTraceHandler: func(_ *fiber.Ctx, e any) {
+				recovered = append(recovered, e)
+			}}))
+			app.Use(fiberlimit.New(newLimiter(t, nil, fixed(1, "per-ip")), append(tt.opts, guardtest.TriggerRule(t))...))
+			app.Get("/", ok)
+			for i := range 3 {
+				if got := do(app, "GET", "/", guardtest.TriggerHeader, tt.trigger).StatusCode(); got != 500 {
+					t.Errorf("request %d with %s = %d, want 500 from fiber's recover middleware", i, tt.trigger, got)
+				}
+			}
+			if len(recovered) != 3 || recovered[0] != boom {
+				t.Errorf("fiber recovered %v, want the panic %q three times", recovered, boom)
+			}
+			if got := do(app, "GET", "/").StatusCode(); got != 200 {
+				t.Errorf("the next request = %d, want 200: the panicking ones left no charge", got)
 			}
 		})
 	}

@@ -636,3 +636,53 @@ func TestHostileRequests(t *testing.T) {
 		})
 	}
 }
+
+func TestPanicsInConfiguredFunctionsLeaveNoCharge(t *testing.T) {
+	const boom = guardtest.Boom
+	when := func(c *gin.Context, trigger string) bool { return c.GetHeader(guardtest.TriggerHeader) == trigger }
+	tests := []struct {
+		name, trigger string
+		opts          []ginlimit.Option
+	}{
+		{"a later rule's key function", "panic", nil},
+		{"the cost function", "panic", []ginlimit.Option{ginlimit.WithCostFunc(func(c *gin.Context) (int64, error) {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return 1, nil
+		})}},
+		{"the skip function", "panic", []ginlimit.Option{ginlimit.WithSkip(func(c *gin.Context) bool {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return false
+		})}},
+		{"the denied handler", "deny", []ginlimit.Option{ginlimit.WithDeniedHandler(func(*gin.Context, *guard.Denial) { panic(boom) })}},
+		{"the OnDenied hook", "deny", []ginlimit.Option{ginlimit.WithOnDenied(func(*gin.Context, *guard.Denial) { panic(boom) })}},
+		{"the error handler", "fail", []ginlimit.Option{ginlimit.WithErrorHandler(func(*gin.Context, error) { panic(boom) })}},
+		{"the OnError hook", "fail", []ginlimit.Option{ginlimit.WithOnError(func(*gin.Context, error) { panic(boom) })}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" reaches gin's recovery and leaves no charge", func(t *testing.T) {
+			var recovered []any
+			r := gin.New()
+			r.Use(gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, err any) {
+				recovered = append(recovered, err)
+				c.AbortWithStatus(500)
+			}))
+			r.Use(ginlimit.New(newLimiter(t, nil, fixed(1, "per-ip")), append(tt.opts, guardtest.TriggerRule(t))...))
+			r.GET("/", ok)
+			for i := range 3 {
+				if got := do(r, "GET", "/", guardtest.TriggerHeader, tt.trigger).Code; got != 500 {
+					t.Errorf("request %d with %s = %d, want 500 from gin's recovery", i, tt.trigger, got)
+				}
+			}
+			if len(recovered) != 3 || recovered[0] != boom {
+				t.Errorf("gin recovered %v, want the panic %q three times", recovered, boom)
+			}
+			if got := do(r, "GET", "/").Code; got != 200 {
+				t.Errorf("the next request = %d, want 200: the panicking ones left no charge", got)
+			}
+		})
+	}
+}

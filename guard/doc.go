@@ -26,6 +26,12 @@
 // store failure) and a generic body: error text never reaches a client.
 // WithDryRun decides, counts and sets headers but never blocks.
 //
+// A panic in a configured function (a key, cost or skip function, a
+// DeniedHandler, an ErrorHandler, a hook) propagates unchanged to the
+// framework's recovery, but first what the rules took for the request is
+// refunded: a misbehaving function never leaves a charge behind. A panic
+// in the handler propagates once the request is settled as a 500.
+//
 // # Writing an adapter
 //
 // An adapter implements two small interfaces over its framework, and

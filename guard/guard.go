@@ -104,8 +104,13 @@ type taken struct {
 // whose handlers return errors; the handler's own error is next's business.
 //
 // The rate-limit headers are set on w before next runs. Serve never
-// panics on a hostile request; a panic in next propagates, after the
-// request is settled as a 500.
+// panics on a hostile request. A panic in a function of the
+// configuration (a key, cost or skip function, a Limiter's
+// core.WithLimitsFunc, a DeniedHandler, an ErrorHandler, a hook) or in
+// w propagates unchanged, with its own value and stack, but leaves no
+// charge behind: what the rules took before it is refunded on its way
+// through. A panic in next propagates after the request is settled as a
+// 500 (see WithRefundOn).
 func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	ctx := r.Context()
 	if g.skip != nil && g.skip(r) {
@@ -129,6 +134,15 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	if len(g.rules) > 1 {
 		ts = make([]taken, 0, len(g.rules))
 	}
+	// held reports that every rule of ts holds the request's cost, which
+	// the flow has neither given back nor handed to the handler: a panic
+	// or runtime.Goexit on the way gives it back, and goes on unchanged.
+	held := false
+	defer func() {
+		if held {
+			g.refund(r, ts, cost)
+		}
+	}()
 	for i := range g.rules {
 		ru := &g.rules[i]
 		key, err := ru.key(r)
@@ -141,34 +155,42 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			if errors.Is(err, ErrSkipRule) {
 				continue
 			}
+			held = false
 			g.refund(r, ts, cost)
 			return g.fail(w, r, next, &guardError{ErrKey, err})
 		}
 		d, err := ru.lim.AllowN(ctx, key, cost)
 		if err != nil {
+			held = false
 			g.refund(r, ts, cost)
 			return g.fail(w, r, next, &guardError{ErrLimiter, err})
 		}
-		ts = append(ts, taken{rule: i, key: key, d: d})
 		if !d.Allowed {
-			g.refund(r, ts[:len(ts)-1], cost)
+			held = false
+			g.refund(r, ts, cost)
+			ts = append(ts, taken{rule: i, key: key, d: d})
 			return g.deny(w, r, next, ts, len(ts)-1, cost, false)
 		}
+		ts = append(ts, taken{rule: i, key: key, d: d})
+		held = true
 	}
 
 	if delay, at := longestDelay(ts); delay > 0 {
 		if delay > g.maxDelay {
+			held = false
 			g.refund(r, ts, cost)
 			return g.deny(w, r, next, ts, at, cost, true)
 		}
 		if !g.dryRun {
 			if err := sleep(ctx, delay); err != nil {
+				held = false
 				g.refund(r, ts, cost)
 				return g.fail(w, r, next, &guardError{ErrWait, err})
 			}
 		}
 	}
 	g.setHeaders(w, ts, nil)
+	held = false // the handler's now: pass settles it
 	g.pass(r, next, ts, cost)
 	return nil
 }
@@ -251,9 +273,11 @@ func (g *Guard) refund(r keyfuncs.Request, ts []taken, cost int64) {
 
 // adjust charges (diff > 0) or refunds (diff < 0) every rule of ts. It
 // runs after the handler or on the way out, so it ignores the request's
-// cancellation.
+// cancellation. Failures go to the OnError hook once every rule is
+// adjusted, so that a hook that panics leaves no rule behind.
 func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
 	ctx := context.WithoutCancel(r.Context())
+	var failed []error
 	for i := range ts {
 		t := &ts[i]
 		lim := g.rules[t.rule].lim
@@ -266,7 +290,7 @@ func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
 		}
 		if err != nil {
 			if g.hookError != nil {
-				g.hookError(r, &guardError{ErrLimiter, err})
+				failed = append(failed, &guardError{ErrLimiter, err})
 			}
 			continue
 		}
@@ -274,6 +298,9 @@ func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
 		// state after the refund.
 		t.d.Remaining, t.d.ResetAfter, t.d.States = d.Remaining, d.ResetAfter, d.States
 		t.d.Limit = d.Limit
+	}
+	for _, err := range failed {
+		g.hookError(r, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -455,6 +456,151 @@ func TestPanicInHandlerIsSettledAsA500(t *testing.T) {
 	}()
 	if got := remaining(t, lim, "192.0.2.1"); got != 10 {
 		t.Errorf("remaining = %d, want 10 (refunded as a 500)", got)
+	}
+}
+
+func TestPanicsLeaveNoCharge(t *testing.T) {
+	const boom = "boom"
+	// Rule 0 allows one request per minute per IP; a panic after it took
+	// its unit must give the unit back, or the next request is denied.
+	trigger := func(r keyfuncs.Request) bool { return r.Header("X-Panic") != "" }
+	tests := []struct {
+		name  string
+		extra func(e *env) []guard.Option // the further rules and options
+	}{
+		{"a later rule's key function", func(e *env) []guard.Option {
+			return []guard.Option{guard.WithRule(e.limiter(t, fixed(100, time.Minute, "r1")), func(r keyfuncs.Request) (string, error) {
+				if trigger(r) {
+					panic(boom)
+				}
+				return "ok", nil
+			})}
+		}},
+		{"a later rule's Limiter (its WithLimitsFunc)", func(e *env) []guard.Option {
+			lim, err := core.New(e.store, core.WithClock(e.clock), core.WithLimitsFunc(func(ctx context.Context, key string) []core.Limit {
+				if key == "panic" {
+					panic(boom)
+				}
+				return []core.Limit{fixed(100, time.Minute, "r1")}
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []guard.Option{guard.WithRule(lim, func(r keyfuncs.Request) (string, error) {
+				if trigger(r) {
+					return "panic", nil
+				}
+				return "ok", nil
+			})}
+		}},
+		{"the cost function", func(*env) []guard.Option {
+			return []guard.Option{guard.WithCostFunc(func(r keyfuncs.Request) (int64, error) {
+				if trigger(r) {
+					panic(boom)
+				}
+				return 1, nil
+			})}
+		}},
+		{"the skip function", func(*env) []guard.Option {
+			return []guard.Option{guard.WithSkip(func(r keyfuncs.Request) bool {
+				if trigger(r) {
+					panic(boom)
+				}
+				return false
+			})}
+		}},
+		{"the denied handler", func(e *env) []guard.Option {
+			return []guard.Option{denyingRule(t, e), guard.WithDeniedHandler(func(guard.Writer, keyfuncs.Request, *guard.Denial) error { panic(boom) })}
+		}},
+		{"the OnDenied hook", func(e *env) []guard.Option {
+			return []guard.Option{denyingRule(t, e), guard.WithOnDenied(func(keyfuncs.Request, *guard.Denial) { panic(boom) })}
+		}},
+		{"the error handler", func(e *env) []guard.Option {
+			return []guard.Option{failingRule(t, e), guard.WithErrorHandler(func(guard.Writer, keyfuncs.Request, error) error { panic(boom) })}
+		}},
+		{"the OnError hook", func(e *env) []guard.Option {
+			return []guard.Option{failingRule(t, e), guard.WithOnError(func(keyfuncs.Request, error) { panic(boom) })}
+		}},
+		{"the OnError hook, for a refund that fails while later refunds are due", func(e *env) []guard.Option {
+			// Rule 1's refunds fail; rule 3 denies the triggered request:
+			// rule 2, one per minute, must be refunded whatever the hook
+			// does about rule 1, or the next request is denied.
+			bad := limiterOn(t, refundFailingStore{e.store}, e.clock, fixed(100, time.Minute, "r-bad"))
+			return []guard.Option{
+				guard.WithRule(bad, keyfuncs.Static("ok")),
+				guard.WithRule(e.limiter(t, fixed(1, time.Minute, "r-one")), keyfuncs.Static("ok")),
+				denyingRule(t, e),
+				guard.WithOnError(func(keyfuncs.Request, error) { panic(boom) }),
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" propagates and leaves no charge", func(t *testing.T) {
+			e := newEnv(t)
+			perIP := e.limiter(t, fixed(1, time.Minute, "per-ip"))
+			g := mustNew(t, perIP, tt.extra(e)...)
+			req := request("192.0.2.1:1")
+			req.Header.Set("X-Panic", "1")
+			for range 5 {
+				mustPanic(t, boom, func() { served(t, g, req) })
+			}
+			if got := remaining(t, perIP, "192.0.2.1"); got != 1 {
+				t.Errorf("per-ip remaining after the panics = %d, want 1", got)
+			}
+			if rec, ran := served(t, g, request("192.0.2.1:1")); !ran || rec.status != 200 {
+				t.Errorf("the next request: status %d, ran %v; want 200", rec.status, ran)
+			}
+		})
+	}
+}
+
+// denyingRule is a rule that denies requests with X-Panic set, and admits
+// others.
+func denyingRule(t *testing.T, e *env) guard.Option {
+	t.Helper()
+	lim := e.limiter(t, fixed(100, time.Minute, "r-deny"))
+	if _, err := lim.AllowN(context.Background(), "full", 100); err != nil {
+		t.Fatal(err)
+	}
+	return guard.WithRule(lim, func(r keyfuncs.Request) (string, error) {
+		if r.Header("X-Panic") != "" {
+			return "full", nil
+		}
+		return "ok", nil
+	})
+}
+
+// failingRule is a rule whose key function fails for requests with
+// X-Panic set.
+func failingRule(t *testing.T, e *env) guard.Option {
+	t.Helper()
+	return guard.WithRule(e.limiter(t, fixed(100, time.Minute, "r-fail")), func(r keyfuncs.Request) (string, error) {
+		if r.Header("X-Panic") != "" {
+			return "", errors.New("no key")
+		}
+		return "ok", nil
+	})
+}
+
+func TestGoexitInAKeyFunctionLeavesNoCharge(t *testing.T) {
+	e := newEnv(t)
+	perIP := e.limiter(t, fixed(1, time.Minute, "per-ip"))
+	g := mustNew(t, perIP, guard.WithRule(e.limiter(t, fixed(100, time.Minute, "r1")), func(r keyfuncs.Request) (string, error) {
+		if r.Header("X-Exit") != "" {
+			runtime.Goexit()
+		}
+		return "ok", nil
+	}))
+	req := request("192.0.2.1:1")
+	req.Header.Set("X-Exit", "1")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.Serve(keyfuncs.FromHTTP(req), newRecorder(), func(context.Context) guard.Result { return guard.Result{} })
+	}()
+	<-done
+	if got := remaining(t, perIP, "192.0.2.1"); got != 1 {
+		t.Errorf("per-ip remaining after runtime.Goexit = %d, want 1", got)
 	}
 }
 

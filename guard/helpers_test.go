@@ -114,3 +114,26 @@ type stubStore struct{ d core.Decision }
 
 func (s stubStore) Apply(context.Context, core.Op) (core.Decision, error) { return s.d, nil }
 func (stubStore) Close() error                                            { return nil }
+
+// refundFailingStore is a store whose Refund operations fail; the others
+// go to Store.
+type refundFailingStore struct{ core.Store }
+
+func (s refundFailingStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	if op.Kind == core.Refund {
+		return core.Decision{}, guardtest.ErrStore
+	}
+	return s.Store.Apply(ctx, op)
+}
+
+// mustPanic calls f and fails t unless f panics with want.
+func mustPanic(t *testing.T, want any, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if got := recover(); got != want {
+			t.Errorf("recovered %v, want the panic %v to propagate unchanged", got, want)
+		}
+	}()
+	f()
+}

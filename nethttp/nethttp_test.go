@@ -321,6 +321,54 @@ func TestPanicRefundsAndPropagates(t *testing.T) {
 	}
 }
 
+func TestPanicsInConfiguredFunctionsLeaveNoCharge(t *testing.T) {
+	const boom = guardtest.Boom
+	when := func(r *http.Request, trigger string) bool { return r.Header.Get(guardtest.TriggerHeader) == trigger }
+	tests := []struct {
+		name, trigger string
+		opts          []nethttp.Option
+	}{
+		{"a later rule's key function", "panic", nil},
+		{"the cost function", "panic", []nethttp.Option{nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
+			if when(r, "panic") {
+				panic(boom)
+			}
+			return 1, nil
+		})}},
+		{"the skip function", "panic", []nethttp.Option{nethttp.WithSkip(func(r *http.Request) bool {
+			if when(r, "panic") {
+				panic(boom)
+			}
+			return false
+		})}},
+		{"the denied handler", "deny", []nethttp.Option{nethttp.WithDeniedHandler(func(http.ResponseWriter, *http.Request, *guard.Denial) { panic(boom) })}},
+		{"the OnDenied hook", "deny", []nethttp.Option{nethttp.WithOnDenied(func(*http.Request, *guard.Denial) { panic(boom) })}},
+		{"the error handler", "fail", []nethttp.Option{nethttp.WithErrorHandler(func(http.ResponseWriter, *http.Request, error) { panic(boom) })}},
+		{"the OnError hook", "fail", []nethttp.Option{nethttp.WithOnError(func(*http.Request, error) { panic(boom) })}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" propagates and leaves no charge", func(t *testing.T) {
+			opts := append(tt.opts, guardtest.TriggerRule(t))
+			h := nethttp.New(newLimiter(t, nil, fixed(1, "per-ip")), opts...)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			for range 3 {
+				func() {
+					defer func() {
+						if r := recover(); r != boom {
+							t.Errorf("recovered %v, want the panic %q", r, boom)
+						}
+					}()
+					r := httptest.NewRequest("GET", "/", nil)
+					r.Header.Set(guardtest.TriggerHeader, tt.trigger)
+					do(h, r)
+				}()
+			}
+			if rec := do(h, httptest.NewRequest("GET", "/", nil)); rec.Code != 200 {
+				t.Errorf("the next request = %d, want 200: the panicking ones left no charge", rec.Code)
+			}
+		})
+	}
+}
+
 func TestHostileRequests(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(1000, "m"))
 	h := nethttp.New(lim, nethttp.WithRule(newLimiter(t, nil, fixed(1000, "q")), guard.Optional(keyfuncs.Query("k"))))(
