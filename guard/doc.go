@@ -76,4 +76,12 @@
 // cost above a limit's capacity (RetryAfter core.Never) can never pass:
 // its 429 carries no Retry-After, because any finite value would promise
 // a success that will not come, and its body says so.
+//
+// A request that a Limiter's FailOpen policy admitted while its store
+// fails (core.FromFailOpen) has no numbers to send: its rule's policies
+// (core.Limiter.Limits for the key) are listed in RateLimit-Policy as on
+// every other response, but the rule has no RateLimit item, and nothing
+// in the draft-06 and legacy styles; a response with no other rule then
+// carries RateLimit-Policy alone. A Fallback policy's decisions carry the
+// fallback store's numbers, and are sent as usual.
 package guard

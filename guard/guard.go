@@ -94,6 +94,9 @@ type taken struct {
 	rule int
 	key  string
 	d    core.Decision
+	// limits are the key's limits when d is a FailOpen decision
+	// (core.FromFailOpen), which knows none: RateLimit-Policy lists them.
+	limits []core.Limit
 }
 
 // Serve runs the flow for one request: r is the adapter's view of the
@@ -171,7 +174,11 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			ts = append(ts, taken{rule: i, key: key, d: d})
 			return g.deny(w, r, next, ts, len(ts)-1, cost, false)
 		}
-		ts = append(ts, taken{rule: i, key: key, d: d})
+		t := taken{rule: i, key: key, d: d}
+		if d.Source == core.FromFailOpen {
+			t.limits = ru.lim.Limits(ctx, key)
+		}
+		ts = append(ts, t)
 		held = true
 	}
 
@@ -293,6 +300,9 @@ func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
 				failed = append(failed, &guardError{ErrLimiter, err})
 			}
 			continue
+		}
+		if d.Source != t.d.Source {
+			continue // numbers of another store, or none (FailOpen)
 		}
 		// Headers written after this (a denial by a later rule) show the
 		// state after the refund.

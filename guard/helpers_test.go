@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,4 +137,18 @@ func mustPanic(t *testing.T, want any, f func()) {
 		}
 	}()
 	f()
+}
+
+// flakyStore is a store that fails while down is set, and otherwise is
+// Store. It is not InProcess, so that a Limiter calls it as a remote one.
+type flakyStore struct {
+	core.Store
+	down atomic.Bool
+}
+
+func (s *flakyStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	if s.down.Load() {
+		return core.Decision{}, guardtest.ErrStore
+	}
+	return s.Store.Apply(ctx, op)
 }
