@@ -12,7 +12,8 @@
 //	decide  core.Limiter.AllowN on every rule, in order; a denial stops the
 //	        walk and refunds what earlier rules took
 //	wait    a LeakyBucket Decision.Delay: wait, cancelled with the request's
-//	        context, up to WithMaxDelay; a longer delay is refunded and denied
+//	        context (its turn in the queue then passes empty), up to
+//	        WithMaxDelay; a longer delay is refunded and denied
 //	headers RateLimit-Policy and RateLimit (WithHeaders), set before the
 //	        handler runs, since net/http cannot add headers afterwards
 //	deny    429 with Retry-After and a problem+json body (WithDeniedHandler)

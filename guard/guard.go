@@ -191,7 +191,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 		if !g.dryRun {
 			if err := sleep(ctx, delay); err != nil {
 				held = false
-				g.refund(r, ts, cost)
+				g.giveUp(r, ts, cost)
 				return g.fail(w, r, next, &guardError{ErrWait, err})
 			}
 		}
@@ -225,6 +225,26 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// giveUp refunds a request that stopped waiting its turn in a queue, on
+// every rule of ts but those with a LeakyBucket limit: there the request
+// keeps its slot, which stays empty. Giving it back would move the queue's
+// tail back over the requests already scheduled behind it, and the next
+// request would be scheduled with one of them, at the same instant.
+func (g *Guard) giveUp(r keyfuncs.Request, ts []taken, cost int64) {
+	for i := range ts {
+		if !queues(&ts[i].d) {
+			g.refund(r, ts[i:i+1], cost)
+		}
+	}
+}
+
+// queues reports whether d has a LeakyBucket limit.
+func queues(d *core.Decision) bool {
+	q := false
+	d.Each(func(s core.LimitState) { q = q || s.Limit.Algorithm == core.LeakyBucket })
+	return q
 }
 
 // deny answers a request that ts[at] denied: by its limits, or, when

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -251,12 +253,13 @@ func TestLeakyBucket(t *testing.T) {
 		})
 	})
 
-	t.Run("a wait ends with the request's context, and is refunded", func(t *testing.T) {
+	t.Run("a wait ends with the request's context; the queue keeps its slot, other rules refund it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t)
 			lim := e.limiter(t, leaky)
+			perIP := e.limiter(t, fixed(10, time.Minute, "per-ip"))
 			var errs []error
-			g := mustNew(t, lim, guard.WithMaxDelay(time.Second),
+			g := mustNew(t, lim, guard.WithMaxDelay(time.Second), guard.WithRule(perIP, keyfuncs.IP()),
 				guard.WithOnError(func(_ keyfuncs.Request, err error) { errs = append(errs, err) }))
 			for range 5 { // queue: the next request would wait 500ms
 				lim.Allow(context.Background(), "192.0.2.1")
@@ -275,10 +278,81 @@ func TestLeakyBucket(t *testing.T) {
 			if len(errs) != 1 || !errors.Is(errs[0], guard.ErrWait) || !errors.Is(errs[0], context.DeadlineExceeded) {
 				t.Errorf("errors = %v, want one matching ErrWait and DeadlineExceeded", errs)
 			}
-			if got := remaining(t, lim, "192.0.2.1"); got != before {
-				t.Errorf("remaining = %d, want %d (refunded)", got, before)
+			if got := remaining(t, lim, "192.0.2.1"); got != before-1 {
+				t.Errorf("leaky remaining = %d, want %d (the cancelled request's slot kept)", got, before-1)
+			}
+			if got := remaining(t, perIP, "192.0.2.1"); got != 10 {
+				t.Errorf("per-ip remaining = %d, want 10 (refunded)", got)
 			}
 		})
+	})
+
+	t.Run("a cancelled wait keeps the spacing of the requests that leave the queue", func(t *testing.T) {
+		// Real time and timers: the Limiter's clock is the system's, so
+		// that each admitted request's turn is op.Now + Delay, exactly. An
+		// interval of 200ms leaves the test that long to cancel request 2
+		// before its turn.
+		const interval = 200 * time.Millisecond
+		ms := memstore.New(memstore.WithSweepInterval(0))
+		defer ms.Close()
+		st := &turnStore{Store: ms}
+		lim, err := core.New(st, core.Per(5, time.Second).WithAlgorithm(core.LeakyBucket).Named("leaky"), core.WithClock(core.SystemClock()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := mustNew(t, lim, guard.WithMaxDelay(time.Second))
+		type outcome struct {
+			status int
+			ran    bool
+		}
+		// send serves one request in a goroutine once the previous ones
+		// took their turns, so that request i has turn i.
+		send := func(ctx context.Context) <-chan outcome {
+			done := make(chan outcome, 1)
+			n := st.takes()
+			go func() {
+				rec := newRecorder()
+				var o outcome
+				_ = g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1").WithContext(ctx)), rec, func(context.Context) guard.Result {
+					o.ran, rec.status = true, 200
+					return guard.Result{Status: 200}
+				})
+				o.status = rec.status
+				done <- o
+			}()
+			st.waitTakes(t, n+1)
+			return done
+		}
+		cancelled, cancel := context.WithCancel(context.Background())
+		var dones []<-chan outcome
+		for i := range 4 { // turns at +0, +200, +400 and +600ms
+			ctx := context.Background()
+			if i == 2 {
+				ctx = cancelled
+			}
+			dones = append(dones, send(ctx))
+		}
+		cancel() // request 2 gives up its turn
+		if o := <-dones[2]; o.ran || o.status != 503 {
+			t.Errorf("cancelled request: %+v, want 503, not run", o)
+		}
+		dones = append(dones, send(context.Background())) // must not get request 3's turn
+		for i, done := range dones {
+			if i == 2 {
+				continue
+			}
+			if o := <-done; !o.ran || o.status != 200 {
+				t.Errorf("request %d: %+v, want 200 after its wait", i, o)
+			}
+		}
+		turns := st.turns()
+		admitted := []time.Time{turns[0], turns[1], turns[3], turns[4]}
+		slices.SortFunc(admitted, time.Time.Compare)
+		for i := 1; i < len(admitted); i++ {
+			if gap := admitted[i].Sub(admitted[i-1]); gap < interval {
+				t.Errorf("admitted requests %d and %d leave %v apart, want at least %v (turns %v)", i-1, i, gap, interval, turns)
+			}
+		}
 	})
 
 	t.Run("a delay over the maximum is refunded and denied with the excess", func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,4 +153,51 @@ func (s *flakyStore) Apply(ctx context.Context, op core.Op) (core.Decision, erro
 		return core.Decision{}, guardtest.ErrStore
 	}
 	return s.Store.Apply(ctx, op)
+}
+
+// turnStore is an InProcess store that records the turn of every Take it
+// admits: op.Now + Delay, when the request leaves a LeakyBucket queue.
+// Stores count time in whole microseconds, and so does the turn.
+type turnStore struct {
+	core.Store
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (*turnStore) InProcess() {}
+
+func (s *turnStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	d, err := s.Store.Apply(ctx, op)
+	if err == nil && op.Kind == core.Take && d.Allowed {
+		s.mu.Lock()
+		s.at = append(s.at, op.Now.Truncate(time.Microsecond).Add(d.Delay))
+		s.mu.Unlock()
+	}
+	return d, err
+}
+
+// takes returns the number of admitted Takes.
+func (s *turnStore) takes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.at)
+}
+
+// turns returns the turns recorded, in the order of the Takes.
+func (s *turnStore) turns() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.at)
+}
+
+// waitTakes waits until n Takes were admitted.
+func (s *turnStore) waitTakes(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.takes() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Takes admitted after 10s, want %d", s.takes(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

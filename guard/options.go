@@ -197,7 +197,13 @@ func WithDryRun(on bool) Option {
 // refunded and denied, with Retry-After the excess rounded up; one within
 // it waits, cancelled with the request's context. 0 denies every queued
 // request (a LeakyBucket then behaves as GCRA); d must not be negative.
-// Default: DefaultMaxDelay.
+//
+// A request whose wait is cancelled fails with ErrWait and keeps its slot
+// in the queue of every rule with a LeakyBucket limit: the slot passes
+// empty, and the queue's output never exceeds Quota per Period. (Given
+// back, it would move the queue's tail back over the requests already
+// scheduled behind it, and the next request would leave with one of them.)
+// Its other rules refund it. Default: DefaultMaxDelay.
 func WithMaxDelay(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
