@@ -24,8 +24,9 @@ import (
 // http.ResponseController) working.
 //
 // New panics if lim is nil or an option is invalid (a nil function, a
-// negative cost or max delay, a nil limiter in WithRule), with a message
-// that names the option: programmer errors, caught at startup. The middleware is
+// negative cost or max delay, a nil limiter in WithRule, an unknown header
+// style), with a message that names the option: programmer errors, caught
+// at startup. The middleware is
 // safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	if lim == nil {

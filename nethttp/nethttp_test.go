@@ -34,8 +34,11 @@ func do(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(1, "m"))
 	for name, f := range map[string]func(){
-		"nil limiter":   func() { nethttp.New(nil) },
-		"negative cost": func() { nethttp.New(lim, nethttp.WithCost(-1)) },
+		"nil limiter":          func() { nethttp.New(nil) },
+		"negative cost":        func() { nethttp.New(lim, nethttp.WithCost(-1)) },
+		"negative max delay":   func() { nethttp.New(lim, nethttp.WithMaxDelay(-time.Second)) },
+		"nil limiter in rule":  func() { nethttp.New(lim, nethttp.WithRule(nil, keyfuncs.IP())) },
+		"unknown header style": func() { nethttp.New(lim, nethttp.WithHeaders(guard.HeaderStyle(200))) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
