@@ -267,11 +267,24 @@ func (g *Guard) policyValue(ts []taken) string {
 func (pc *policyCache) matches(ts []taken) bool {
 	n := 0
 	ok := true
-	for i := range ts {
-		ts[i].eachLimit(func(l core.Limit) {
-			ok = ok && n < len(pc.limits) && pc.limits[n] == l
-			n++
-		})
+	match := func(l *core.Limit) {
+		ok = ok && n < len(pc.limits) && pc.limits[n] == *l
+		n++
+	}
+	for i := range ts { // eachLimit, without copies: this runs on every request
+		t := &ts[i]
+		switch {
+		case t.d.Source == core.FromFailOpen:
+			for j := range t.limits {
+				match(&t.limits[j])
+			}
+		case t.d.States == nil:
+			match(&t.d.Limit)
+		default:
+			for j := range t.d.States {
+				match(&t.d.States[j].Limit)
+			}
+		}
 	}
 	return ok && n == len(pc.limits)
 }
