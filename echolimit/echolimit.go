@@ -37,9 +37,10 @@ import (
 // Register the middleware with e.Use, Group or a route, not e.Pre: before
 // routing c.Path() is empty, and keyfuncs.Route has no key.
 //
-// New panics if lim is nil or an option is invalid (a negative cost or max
-// delay, a nil limiter in WithRule, an unknown header style): programmer
-// errors. The middleware is safe for concurrent use.
+// New panics if lim is nil or an option is invalid (a nil function, a
+// negative cost or max delay, a nil limiter in WithRule, an unknown header
+// style), with a message that names the option: programmer errors, caught
+// at startup. The middleware is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) echo.MiddlewareFunc {
 	if lim == nil {
 		panic("echolimit: New: nil *core.Limiter")

@@ -87,6 +87,38 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	}
 }
 
+func TestNilFunctionsPanicAtConstruction(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	tests := []struct {
+		option string
+		opt    echolimit.Option
+	}{
+		{"WithKeyFunc", echolimit.WithKeyFunc(nil)},
+		{"WithKey", echolimit.WithKey(nil)},
+		{"WithRule", echolimit.WithRule(lim, nil)},
+		{"WithRule", echolimit.WithRule(lim, echolimit.KeyFunc(nil))},
+		{"WithCostFunc", echolimit.WithCostFunc(nil)},
+		{"WithSkipper", echolimit.WithSkipper(nil)},
+		{"WithDeniedHandler", echolimit.WithDeniedHandler(nil)},
+		{"WithErrorHandler", echolimit.WithErrorHandler(nil)},
+		{"WithRefundOn", echolimit.WithRefundOn(nil)},
+		{"WithResponseCost", echolimit.WithResponseCost(nil)},
+		{"WithOnDenied", echolimit.WithOnDenied(nil)},
+		{"WithOnError", echolimit.WithOnError(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option+" of nil panics in New, naming it", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "echolimit: New: ") || !strings.Contains(s, ": "+tt.option+": nil ") {
+					t.Errorf("New(lim, %s(nil)) recovered %v, want an echolimit panic naming %s", tt.option, r, tt.option)
+				}
+			}()
+			echolimit.New(lim, tt.opt)
+		})
+	}
+}
+
 func TestSkipper(t *testing.T) {
 	health := func(c echo.Context) bool { return c.Path() == "/health" }
 	for name, mw := range map[string]func(lim *core.Limiter) echo.MiddlewareFunc{
@@ -110,9 +142,9 @@ func TestSkipper(t *testing.T) {
 			})
 		})
 	}
-	t.Run("a nil Skipper skips nothing, as middleware.DefaultSkipper", func(t *testing.T) {
+	t.Run("a nil Config.Skipper skips nothing, as middleware.DefaultSkipper", func(t *testing.T) {
 		e := echo.New()
-		e.Use(echolimit.New(newLimiter(t, nil, fixed(1, "m")), echolimit.WithSkipper(nil)))
+		e.Use(echolimit.NewWithConfig(echolimit.Config{Limiter: newLimiter(t, nil, fixed(1, "m")), Skipper: nil}))
 		e.GET("/", ok)
 		run(t, e, []step{{target: "/", status: 200, rateLimit: `"m";r=0;t=60`}, {target: "/", status: 429, rateLimit: `"m";r=0;t=60`}})
 	})
@@ -374,7 +406,7 @@ func TestLeakyBucketWaitIsCancelledWithTheRequest(t *testing.T) {
 		e := echo.New()
 		e.Use(echolimit.New(lim, echolimit.WithMaxDelay(time.Minute)))
 		e.GET("/", ok)
-		do(e, "GET", "/") // the next one waits 1s
+		do(e, "GET", "/") // the next one waits 1s, and the one after it 2s
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			time.Sleep(300 * time.Millisecond)
@@ -386,8 +418,8 @@ func TestLeakyBucketWaitIsCancelledWithTheRequest(t *testing.T) {
 			t.Errorf("cancelled wait: %d %s after %v; want 503 with a generic body after 300ms", rec.Code, rec.Body, time.Since(start))
 		}
 		start = time.Now()
-		if rec := do(e, "GET", "/"); rec.Code != 200 || time.Since(start) != time.Second {
-			t.Errorf("next request: %d after %v; want 200 after 1s (the cancelled one was refunded)", rec.Code, time.Since(start))
+		if rec := do(e, "GET", "/"); rec.Code != 200 || time.Since(start) != 2*time.Second {
+			t.Errorf("next request: %d after %v; want 200 after 2s (the cancelled one's turn, kept, passes empty)", rec.Code, time.Since(start))
 		}
 	})
 }
@@ -506,4 +538,58 @@ func TestPanicIsRefundedAndRecoveredByEcho(t *testing.T) {
 		{target: "/panic", status: 500, rateLimit: `"m";r=0;t=60`},
 		{target: "/", status: 200, rateLimit: `"m";r=0;t=60`}, // the panicking request was refunded
 	})
+}
+
+func TestPanicsInConfiguredFunctionsLeaveNoCharge(t *testing.T) {
+	const boom = guardtest.Boom
+	when := func(c echo.Context, trigger string) bool {
+		return c.Request().Header.Get(guardtest.TriggerHeader) == trigger
+	}
+	tests := []struct {
+		name, trigger string
+		opts          []echolimit.Option
+	}{
+		{"a later rule's key function", "panic", nil},
+		{"the cost function", "panic", []echolimit.Option{echolimit.WithCostFunc(func(c echo.Context) (int64, error) {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return 1, nil
+		})}},
+		{"the skipper", "panic", []echolimit.Option{echolimit.WithSkipper(func(c echo.Context) bool {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return false
+		})}},
+		{"the denied handler", "deny", []echolimit.Option{echolimit.WithDeniedHandler(func(echo.Context, *guard.Denial) error { panic(boom) })}},
+		{"the OnDenied hook", "deny", []echolimit.Option{echolimit.WithOnDenied(func(echo.Context, *guard.Denial) { panic(boom) })}},
+		{"the error handler", "fail", []echolimit.Option{echolimit.WithErrorHandler(func(echo.Context, error) error { panic(boom) })}},
+		{"the OnError hook", "fail", []echolimit.Option{echolimit.WithOnError(func(echo.Context, error) { panic(boom) })}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" reaches echo's Recover and leaves no charge", func(t *testing.T) {
+			var recovered []string
+			e := echo.New()
+			e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: func(_ echo.Context, err error, _ []byte) error {
+				recovered = append(recovered, err.Error())
+				return err
+			}}))
+			e.Use(echolimit.New(newLimiter(t, nil, fixed(1, "per-ip")), append(tt.opts, guardtest.TriggerRule(t))...))
+			e.GET("/", ok)
+			for i := range 3 {
+				r := httptest.NewRequest("GET", "/", nil)
+				r.Header.Set(guardtest.TriggerHeader, tt.trigger)
+				if got := doReq(e, r).Code; got != 500 {
+					t.Errorf("request %d with %s = %d, want 500 from echo's Recover", i, tt.trigger, got)
+				}
+			}
+			if len(recovered) != 3 || recovered[0] != boom {
+				t.Errorf("echo recovered %q, want the panic %q three times", recovered, boom)
+			}
+			if got := do(e, "GET", "/").Code; got != 200 {
+				t.Errorf("the next request = %d, want 200: the panicking ones left no charge", got)
+			}
+		})
+	}
 }

@@ -32,7 +32,11 @@ var errNotEcho = errors.New("echolimit: key function called with a request not f
 //
 // As for every key function, an error or an empty key fails the request
 // (by default with 400, see guard.ErrorStatus); it never passes unlimited.
+// KeyFunc(nil) is nil, which WithKey and WithRule reject.
 func KeyFunc(fn func(c echo.Context) (string, error)) keyfuncs.Func {
+	if fn == nil {
+		return nil
+	}
 	return func(r keyfuncs.Request) (string, error) {
 		c := Context(r)
 		if c == nil {

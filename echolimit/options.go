@@ -13,8 +13,9 @@ import (
 
 // An Option configures the middleware. It is a guard.Option: every option
 // of package guard works here too; those below are the same options, or
-// their translations to echo types. A nil function passed to an option
-// means its default.
+// their translations to echo types. An option given a nil function makes
+// New panic, naming the option: leave it out for its default. (Config's
+// nil fields, echo's idiom, do mean their defaults.)
 type Option = guard.Option
 
 // WithKeyFunc sets the key function, over echo.Context: who is limited.
@@ -34,7 +35,7 @@ type Option = guard.Option
 // address.
 func WithKeyFunc(fn func(c echo.Context) (string, error)) Option {
 	if fn == nil {
-		return guard.WithKey(nil)
+		return guard.Invalid("WithKeyFunc", "nil function")
 	}
 	return guard.WithKey(KeyFunc(fn))
 }
@@ -50,8 +51,8 @@ func WithKey(fn keyfuncs.Func) Option { return guard.WithKey(fn) }
 
 // WithRule adds a further limiter applied to its own key, after lim: see
 // guard.WithRule. Use KeyFunc for a key function over echo.Context, and
-// guard.Optional to exempt requests without the key. A nil fn means
-// keyfuncs.IP(). Default: none.
+// guard.Optional to exempt requests without the key, and keyfuncs.IP()
+// for a rule per client address. Default: none.
 func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option { return guard.WithRule(lim, fn) }
 
 // WithCost sets the static cost of every request, e.g. 5 for a costly
@@ -63,7 +64,7 @@ func WithCost(n int64) Option { return guard.WithCost(n) }
 // guard.ErrorStatus). Default: none.
 func WithCostFunc(fn func(c echo.Context) (int64, error)) Option {
 	if fn == nil {
-		return guard.WithCostFunc(nil)
+		return guard.Invalid("WithCostFunc", "nil function")
 	}
 	return guard.WithCostFunc(func(r keyfuncs.Request) (int64, error) { return fn(Context(r)) })
 }
@@ -77,7 +78,7 @@ func WithCostFunc(fn func(c echo.Context) (int64, error)) Option {
 // Default: middleware.DefaultSkipper, which skips nothing.
 func WithSkipper(skip middleware.Skipper) Option {
 	if skip == nil {
-		return guard.WithSkip(nil)
+		return guard.Invalid("WithSkipper", "nil function")
 	}
 	return guard.WithSkip(func(r keyfuncs.Request) bool { return skip(Context(r)) })
 }
@@ -90,7 +91,7 @@ func WithSkipper(skip middleware.Skipper) Option {
 // 429 with a problem+json body.
 func WithDeniedHandler(h func(c echo.Context, d *guard.Denial) error) Option {
 	if h == nil {
-		return guard.WithDeniedHandler(nil)
+		return guard.Invalid("WithDeniedHandler", "nil function")
 	}
 	return guard.WithDeniedHandler(func(w guard.Writer, r keyfuncs.Request, d *guard.Denial) error {
 		x, ok := w.(*gate)
@@ -111,7 +112,7 @@ func WithDeniedHandler(h func(c echo.Context, d *guard.Denial) error) Option {
 // guard.DefaultErrorHandler, a generic problem+json body.
 func WithErrorHandler(h func(c echo.Context, err error) error) Option {
 	if h == nil {
-		return guard.WithErrorHandler(nil)
+		return guard.Invalid("WithErrorHandler", "nil function")
 	}
 	return guard.WithErrorHandler(func(w guard.Writer, r keyfuncs.Request, err error) error {
 		x, ok := w.(*gate)
@@ -154,7 +155,7 @@ func WithResponseCost(fn func(guard.Result) int64) Option { return guard.WithRes
 // Default: none.
 func WithOnDenied(fn func(c echo.Context, d *guard.Denial)) Option {
 	if fn == nil {
-		return guard.WithOnDenied(nil)
+		return guard.Invalid("WithOnDenied", "nil function")
 	}
 	return guard.WithOnDenied(func(r keyfuncs.Request, d *guard.Denial) { fn(Context(r), d) })
 }
@@ -163,7 +164,7 @@ func WithOnDenied(fn func(c echo.Context, d *guard.Denial)) Option {
 // of refunds after the handler, for logs. Default: none.
 func WithOnError(fn func(c echo.Context, err error)) Option {
 	if fn == nil {
-		return guard.WithOnError(nil)
+		return guard.Invalid("WithOnError", "nil function")
 	}
 	return guard.WithOnError(func(r keyfuncs.Request, err error) { fn(Context(r), err) })
 }

@@ -78,4 +78,11 @@
 // returned fiber.ErrServiceUnavailable is settled as a 503. Errors of the
 // limiter itself (a failing store, a key function's error) are answered
 // with a generic body; their text never reaches the client.
+//
+// A panic in a function given to an option (a key, cost or Next function,
+// a handler, a hook) propagates, as a panic in any fiber handler does,
+// after the middleware has refunded what its rules took for the request.
+// fiber does not recover panics by itself: like any fiber application,
+// use its recover middleware (app.Use(recover.New()), before fiberlimit),
+// or a panic ends the process.
 package fiberlimit

@@ -33,9 +33,10 @@ import (
 // with a 500 if that fails too), the request is settled on the status and
 // body it produced, and the handler returns nil.
 //
-// New panics if lim is nil or an option is invalid (a negative cost or max
-// delay, a nil limiter in WithRule, an unknown header style): programmer
-// errors. The handler is safe for concurrent use.
+// New panics if lim is nil or an option is invalid (a nil function, a
+// negative cost or max delay, a nil limiter in WithRule, an unknown header
+// style), with a message that names the option: programmer errors, caught
+// at startup. The handler is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) fiber.Handler {
 	if lim == nil {
 		panic("fiberlimit: New: nil *core.Limiter")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/fiberlimit"
@@ -298,9 +299,41 @@ func TestReportCost(t *testing.T) {
 	do(plain, "GET", "/")
 }
 
-func TestNilKeyFuncMeansTheDefault(t *testing.T) {
+func TestNilFunctionsPanicAtConstruction(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	tests := []struct {
+		option string
+		opt    fiberlimit.Option
+	}{
+		{"WithKeyFunc", fiberlimit.WithKeyFunc(nil)},
+		{"WithKey", fiberlimit.WithKey(nil)},
+		{"WithRule", fiberlimit.WithRule(lim, nil)},
+		{"WithRule", fiberlimit.WithRule(lim, fiberlimit.KeyFunc(nil))},
+		{"WithCostFunc", fiberlimit.WithCostFunc(nil)},
+		{"WithNext", fiberlimit.WithNext(nil)},
+		{"WithDeniedHandler", fiberlimit.WithDeniedHandler(nil)},
+		{"WithErrorHandler", fiberlimit.WithErrorHandler(nil)},
+		{"WithRefundOn", fiberlimit.WithRefundOn(nil)},
+		{"WithResponseCost", fiberlimit.WithResponseCost(nil)},
+		{"WithOnDenied", fiberlimit.WithOnDenied(nil)},
+		{"WithOnError", fiberlimit.WithOnError(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option+" of nil panics in New, naming it", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "fiberlimit: New: ") || !strings.Contains(s, ": "+tt.option+": nil ") {
+					t.Errorf("New(lim, %s(nil)) recovered %v, want a fiberlimit panic naming %s", tt.option, r, tt.option)
+				}
+			}()
+			fiberlimit.New(lim, tt.opt)
+		})
+	}
+}
+
+func TestTheDefaultKeyIsThePeer(t *testing.T) {
 	app := fiber.New()
-	app.Use(fiberlimit.New(newLimiter(t, nil, fixed(1, "m")), fiberlimit.WithKeyFunc(nil)))
+	app.Use(fiberlimit.New(newLimiter(t, nil, fixed(1, "m"))))
 	app.Get("/", ok)
 	for i, want := range []int{200, 429} {
 		if got := do(app, "GET", "/").StatusCode(); got != want {
@@ -432,14 +465,14 @@ func TestLeakyBucketWaitIsCancelledWithTheUserContext(t *testing.T) {
 		})
 		app.Use(fiberlimit.New(lim, fiberlimit.WithMaxDelay(time.Minute)))
 		app.Get("/", ok)
-		do(app, "GET", "/") // the next one waits 1s
+		do(app, "GET", "/") // the next one waits 1s, and the one after it 2s
 		start := time.Now()
 		if resp := do(app, "GET", "/?cancel=1"); resp.StatusCode() != 503 || time.Since(start) != 300*time.Millisecond {
 			t.Errorf("cancelled wait: %d after %v; want 503 after 300ms", resp.StatusCode(), time.Since(start))
 		}
 		start = time.Now()
-		if resp := do(app, "GET", "/"); resp.StatusCode() != 200 || time.Since(start) != time.Second {
-			t.Errorf("next request: %d after %v; want 200 after 1s (the cancelled one was refunded)", resp.StatusCode(), time.Since(start))
+		if resp := do(app, "GET", "/"); resp.StatusCode() != 200 || time.Since(start) != 2*time.Second {
+			t.Errorf("next request: %d after %v; want 200 after 2s (the cancelled one's turn, kept, passes empty)", resp.StatusCode(), time.Since(start))
 		}
 	})
 }
@@ -481,6 +514,55 @@ func TestTrustModel(t *testing.T) {
 				if got := do(app, "GET", "/", "X-Forwarded-For", xff).StatusCode(); got != tt.want[i] {
 					t.Errorf("request %d from %s = %d, want %d", i, xff, got, tt.want[i])
 				}
+			}
+		})
+	}
+}
+
+func TestPanicsInConfiguredFunctionsLeaveNoCharge(t *testing.T) {
+	const boom = guardtest.Boom
+	when := func(c *fiber.Ctx, trigger string) bool { return c.Get(guardtest.TriggerHeader) == trigger }
+	tests := []struct {
+		name, trigger string
+		opts          []fiberlimit.Option
+	}{
+		{"a later rule's key function", "panic", nil},
+		{"the cost function", "panic", []fiberlimit.Option{fiberlimit.WithCostFunc(func(c *fiber.Ctx) (int64, error) {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return 1, nil
+		})}},
+		{"the Next function", "panic", []fiberlimit.Option{fiberlimit.WithNext(func(c *fiber.Ctx) bool {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return false
+		})}},
+		{"the denied handler", "deny", []fiberlimit.Option{fiberlimit.WithDeniedHandler(func(*fiber.Ctx, *guard.Denial) error { panic(boom) })}},
+		{"the OnDenied hook", "deny", []fiberlimit.Option{fiberlimit.WithOnDenied(func(*fiber.Ctx, *guard.Denial) { panic(boom) })}},
+		{"the error handler", "fail", []fiberlimit.Option{fiberlimit.WithErrorHandler(func(*fiber.Ctx, error) error { panic(boom) })}},
+		{"the OnError hook", "fail", []fiberlimit.Option{fiberlimit.WithOnError(func(*fiber.Ctx, error) { panic(boom) })}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" reaches fiber's recover middleware and leaves no charge", func(t *testing.T) {
+			var recovered []any
+			app := fiber.New()
+			app.Use(fiberrecover.New(fiberrecover.Config{EnableStackTrace: true, StackTraceHandler: func(_ *fiber.Ctx, e any) {
+				recovered = append(recovered, e)
+			}}))
+			app.Use(fiberlimit.New(newLimiter(t, nil, fixed(1, "per-ip")), append(tt.opts, guardtest.TriggerRule(t))...))
+			app.Get("/", ok)
+			for i := range 3 {
+				if got := do(app, "GET", "/", guardtest.TriggerHeader, tt.trigger).StatusCode(); got != 500 {
+					t.Errorf("request %d with %s = %d, want 500 from fiber's recover middleware", i, tt.trigger, got)
+				}
+			}
+			if len(recovered) != 3 || recovered[0] != boom {
+				t.Errorf("fiber recovered %v, want the panic %q three times", recovered, boom)
+			}
+			if got := do(app, "GET", "/").StatusCode(); got != 200 {
+				t.Errorf("the next request = %d, want 200: the panicking ones left no charge", got)
 			}
 		})
 	}

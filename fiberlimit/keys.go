@@ -20,7 +20,12 @@ import (
 //	fiberlimit.KeyFunc(func(c *fiber.Ctx) (string, error) {
 //		return c.Params("tenant"), nil
 //	})
+//
+// KeyFunc(nil) is nil, which WithKey and WithRule reject.
 func KeyFunc(fn func(c *fiber.Ctx) (string, error)) keyfuncs.Func {
+	if fn == nil {
+		return nil
+	}
 	return func(r keyfuncs.Request) (string, error) {
 		c := Ctx(r)
 		if c == nil {

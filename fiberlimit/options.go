@@ -12,18 +12,18 @@ import (
 
 // An Option configures the middleware. It is a guard.Option: every option
 // of package guard works here too; those below are the same options, or
-// their translations to fiber's types.
+// their translations to fiber's types. An option given a nil function
+// makes New panic, naming the option: leave it out for its default.
 type Option = guard.Option
 
 // WithKeyFunc sets the key function, over *fiber.Ctx: who is limited. The
 // key is copied (see KeyFunc), so fn may return strings taken from c. An
 // error, or an empty key, fails the request with 400 (see
 // guard.ErrorStatus); it never passes unlimited. For the key functions of
-// package keyfuncs use WithKey. A nil fn means the default.
-// Default: keyfuncs.IP(), the peer address.
+// package keyfuncs use WithKey. Default: keyfuncs.IP(), the peer address.
 func WithKeyFunc(fn func(c *fiber.Ctx) (string, error)) Option {
 	if fn == nil {
-		return guard.WithKey(nil)
+		return guard.Invalid("WithKeyFunc", "nil function")
 	}
 	return guard.WithKey(KeyFunc(fn))
 }
@@ -37,8 +37,8 @@ func WithKeyFunc(fn func(c *fiber.Ctx) (string, error)) Option {
 func WithKey(fn keyfuncs.Func) Option { return guard.WithKey(fn) }
 
 // WithRule adds a further limiter applied to its own key, after lim: see
-// guard.WithRule. A nil fn means keyfuncs.IP(); use KeyFunc or Locals for a
-// key from the *fiber.Ctx. Default: none.
+// guard.WithRule. Use KeyFunc or Locals for a key from the *fiber.Ctx, and
+// keyfuncs.IP() for a rule per client address. Default: none.
 func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option { return guard.WithRule(lim, fn) }
 
 // WithCost sets the static cost of every request, in cost units: a costly
@@ -49,6 +49,9 @@ func WithCost(n int64) Option { return guard.WithCost(n) }
 // error fails the request with 400, a negative cost with 500 (see
 // guard.WithCostFunc). Default: none.
 func WithCostFunc(fn func(c *fiber.Ctx) (int64, error)) Option {
+	if fn == nil {
+		return guard.Invalid("WithCostFunc", "nil function")
+	}
 	return guard.WithCostFunc(func(r keyfuncs.Request) (int64, error) { return fn(Ctx(r)) })
 }
 
@@ -57,6 +60,9 @@ func WithCostFunc(fn func(c *fiber.Ctx) (int64, error)) Option {
 // guard.WithSkip over *fiber.Ctx (the last of the two given wins).
 // Default: none, every request is limited.
 func WithNext(next func(c *fiber.Ctx) bool) Option {
+	if next == nil {
+		return guard.Invalid("WithNext", "nil function")
+	}
 	return guard.WithSkip(func(r keyfuncs.Request) bool { return next(Ctx(r)) })
 }
 
@@ -67,6 +73,9 @@ func WithNext(next func(c *fiber.Ctx) bool) Option {
 // the call; d.Key is a copy and may be kept. Default:
 // guard.DefaultDeniedHandler, 429 with an application/problem+json body.
 func WithDeniedHandler(h func(c *fiber.Ctx, d *guard.Denial) error) Option {
+	if h == nil {
+		return guard.Invalid("WithDeniedHandler", "nil function")
+	}
 	return guard.WithDeniedHandler(func(w guard.Writer, r keyfuncs.Request, d *guard.Denial) error {
 		c := Ctx(r)
 		if c == nil {
@@ -85,6 +94,9 @@ func WithDeniedHandler(h func(c *fiber.Ctx, d *guard.Denial) error) Option {
 // return nil. Default: guard.DefaultErrorHandler, a generic
 // application/problem+json body with the status of guard.ErrorStatus.
 func WithErrorHandler(h func(c *fiber.Ctx, err error) error) Option {
+	if h == nil {
+		return guard.Invalid("WithErrorHandler", "nil function")
+	}
 	return guard.WithErrorHandler(func(w guard.Writer, r keyfuncs.Request, err error) error {
 		c := Ctx(r)
 		if c == nil {
@@ -124,6 +136,9 @@ func WithResponseCost(fn func(guard.Result) int64) Option { return guard.WithRes
 // denied handler; for metrics and logs. c and d are valid only during the
 // call; d.Key is a copy and may be kept. Default: none.
 func WithOnDenied(fn func(c *fiber.Ctx, d *guard.Denial)) Option {
+	if fn == nil {
+		return guard.Invalid("WithOnDenied", "nil function")
+	}
 	return guard.WithOnDenied(func(r keyfuncs.Request, d *guard.Denial) { fn(Ctx(r), d) })
 }
 
@@ -131,5 +146,8 @@ func WithOnDenied(fn func(c *fiber.Ctx, d *guard.Denial)) Option {
 // then answers, those of dry run, and failed settlements after the handler.
 // c is valid only during the call. Default: none.
 func WithOnError(fn func(c *fiber.Ctx, err error)) Option {
+	if fn == nil {
+		return guard.Invalid("WithOnError", "nil function")
+	}
 	return guard.WithOnError(func(r keyfuncs.Request, err error) { fn(Ctx(r), err) })
 }

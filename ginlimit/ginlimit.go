@@ -33,9 +33,10 @@ import (
 // that guard.ReportCost(c.Request.Context(), n), or ReportCost(c, n),
 // reaches it.
 //
-// New panics if lim is nil or an option is invalid (a negative cost or max
-// delay, a nil limiter in WithRule, an unknown header style): programmer
-// errors. The middleware is safe for concurrent use.
+// New panics if lim is nil or an option is invalid (a nil function, a
+// negative cost or max delay, a nil limiter in WithRule, an unknown header
+// style), with a message that names the option: programmer errors, caught
+// at startup. The middleware is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 	if lim == nil {
 		panic("ginlimit: New: nil *core.Limiter")

@@ -63,16 +63,42 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	}
 }
 
-func TestNilFunctionOptionsMeanTheDefault(t *testing.T) {
+func TestNilFunctionsPanicAtConstruction(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	tests := []struct {
+		option string
+		opt    ginlimit.Option
+	}{
+		{"WithKeyFunc", ginlimit.WithKeyFunc(nil)},
+		{"WithKey", ginlimit.WithKey(nil)},
+		{"WithRule", ginlimit.WithRule(lim, nil)},
+		{"WithRule", ginlimit.WithRule(lim, ginlimit.KeyFunc(nil))},
+		{"WithCostFunc", ginlimit.WithCostFunc(nil)},
+		{"WithSkip", ginlimit.WithSkip(nil)},
+		{"WithDeniedHandler", ginlimit.WithDeniedHandler(nil)},
+		{"WithErrorHandler", ginlimit.WithErrorHandler(nil)},
+		{"WithRefundOn", ginlimit.WithRefundOn(nil)},
+		{"WithResponseCost", ginlimit.WithResponseCost(nil)},
+		{"WithOnDenied", ginlimit.WithOnDenied(nil)},
+		{"WithOnError", ginlimit.WithOnError(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option+" of nil panics in New, naming it", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "ginlimit: New: ") || !strings.Contains(s, ": "+tt.option+": nil ") {
+					t.Errorf("New(lim, %s(nil)) recovered %v, want a ginlimit panic naming %s", tt.option, r, tt.option)
+				}
+			}()
+			ginlimit.New(lim, tt.opt)
+		})
+	}
+}
+
+func TestOmittedFunctionOptionsMeanTheDefault(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(1, "m"))
 	r := gin.New()
-	r.GET("/", ginlimit.New(lim,
-		ginlimit.WithKey(nil),
-		ginlimit.WithKeyFunc((func(*gin.Context) (string, error))(nil)),
-		ginlimit.WithCostFunc(nil), ginlimit.WithSkip(nil),
-		ginlimit.WithDeniedHandler(nil), ginlimit.WithErrorHandler(nil),
-		ginlimit.WithOnDenied(nil), ginlimit.WithOnError(nil),
-	), ok)
+	r.GET("/", ginlimit.New(lim), ok)
 	if got := do(r, "GET", "/").Code; got != 200 {
 		t.Errorf("first request = %d, want 200", got)
 	}
@@ -396,7 +422,7 @@ func TestLeakyBucketWaitIsCancelledWithTheRequest(t *testing.T) {
 		r := gin.New()
 		r.Use(ginlimit.New(lim, ginlimit.WithMaxDelay(time.Minute)))
 		r.GET("/", func(c *gin.Context) { handled++ })
-		do(r, "GET", "/") // the next one waits 1s
+		do(r, "GET", "/") // the next one waits 1s, and the one after it 2s
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			time.Sleep(300 * time.Millisecond)
@@ -408,8 +434,8 @@ func TestLeakyBucketWaitIsCancelledWithTheRequest(t *testing.T) {
 			t.Errorf("cancelled wait: %d after %v, %d handled; want 503 after 300ms, 1 handled", rec.Code, time.Since(start), handled)
 		}
 		start = time.Now()
-		if rec := do(r, "GET", "/"); rec.Code != 200 || time.Since(start) != time.Second {
-			t.Errorf("next request: %d after %v; want 200 after 1s (the cancelled one was refunded)", rec.Code, time.Since(start))
+		if rec := do(r, "GET", "/"); rec.Code != 200 || time.Since(start) != 2*time.Second {
+			t.Errorf("next request: %d after %v; want 200 after 2s (the cancelled one's turn, kept, passes empty)", rec.Code, time.Since(start))
 		}
 	})
 }
@@ -606,6 +632,56 @@ func TestHostileRequests(t *testing.T) {
 			tt.mutate(req)
 			if rec := doReq(r, req); rec.Code != tt.want {
 				t.Errorf("status = %d, want %d", rec.Code, tt.want)
+			}
+		})
+	}
+}
+
+func TestPanicsInConfiguredFunctionsLeaveNoCharge(t *testing.T) {
+	const boom = guardtest.Boom
+	when := func(c *gin.Context, trigger string) bool { return c.GetHeader(guardtest.TriggerHeader) == trigger }
+	tests := []struct {
+		name, trigger string
+		opts          []ginlimit.Option
+	}{
+		{"a later rule's key function", "panic", nil},
+		{"the cost function", "panic", []ginlimit.Option{ginlimit.WithCostFunc(func(c *gin.Context) (int64, error) {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return 1, nil
+		})}},
+		{"the skip function", "panic", []ginlimit.Option{ginlimit.WithSkip(func(c *gin.Context) bool {
+			if when(c, "panic") {
+				panic(boom)
+			}
+			return false
+		})}},
+		{"the denied handler", "deny", []ginlimit.Option{ginlimit.WithDeniedHandler(func(*gin.Context, *guard.Denial) { panic(boom) })}},
+		{"the OnDenied hook", "deny", []ginlimit.Option{ginlimit.WithOnDenied(func(*gin.Context, *guard.Denial) { panic(boom) })}},
+		{"the error handler", "fail", []ginlimit.Option{ginlimit.WithErrorHandler(func(*gin.Context, error) { panic(boom) })}},
+		{"the OnError hook", "fail", []ginlimit.Option{ginlimit.WithOnError(func(*gin.Context, error) { panic(boom) })}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" reaches gin's recovery and leaves no charge", func(t *testing.T) {
+			var recovered []any
+			r := gin.New()
+			r.Use(gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, err any) {
+				recovered = append(recovered, err)
+				c.AbortWithStatus(500)
+			}))
+			r.Use(ginlimit.New(newLimiter(t, nil, fixed(1, "per-ip")), append(tt.opts, guardtest.TriggerRule(t))...))
+			r.GET("/", ok)
+			for i := range 3 {
+				if got := do(r, "GET", "/", guardtest.TriggerHeader, tt.trigger).Code; got != 500 {
+					t.Errorf("request %d with %s = %d, want 500 from gin's recovery", i, tt.trigger, got)
+				}
+			}
+			if len(recovered) != 3 || recovered[0] != boom {
+				t.Errorf("gin recovered %v, want the panic %q three times", recovered, boom)
+			}
+			if got := do(r, "GET", "/").Code; got != 200 {
+				t.Errorf("the next request = %d, want 200: the panicking ones left no charge", got)
 			}
 		})
 	}

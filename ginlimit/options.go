@@ -13,7 +13,9 @@ import (
 // An Option configures the middleware. It is a guard.Option: every option
 // of package guard works here too, including those over keyfuncs.Request
 // (guard.WithCostFunc, guard.WithSkip, ...). Those below are the same
-// options, or their translations to *gin.Context.
+// options, or their translations to *gin.Context. An option given a nil
+// function makes New panic, naming the option: leave it out for its
+// default.
 type Option = guard.Option
 
 // WithKeyFunc sets the key function, over *gin.Context: who is limited,
@@ -26,11 +28,11 @@ type Option = guard.Option
 // (keyfuncs.ContextValue reads c.Request.Context(), not the values of
 // c.Set.) A key function's error, or an empty key, fails the request with
 // 400 (see guard.ErrorStatus); it never passes unlimited. For the
-// framework-neutral functions of keyfuncs, use WithKey. A nil fn means the
-// default. Default: keyfuncs.IP(), the peer address.
+// framework-neutral functions of keyfuncs, use WithKey. Default:
+// keyfuncs.IP(), the peer address.
 func WithKeyFunc(fn func(c *gin.Context) (string, error)) Option {
 	if fn == nil {
-		return guard.WithKey(nil)
+		return guard.Invalid("WithKeyFunc", "nil function")
 	}
 	return guard.WithKey(KeyFunc(fn))
 }
@@ -45,11 +47,12 @@ func WithKeyFunc(fn func(c *gin.Context) (string, error)) Option {
 // documentation). It is guard.WithKey. Default: keyfuncs.IP().
 func WithKey(fn keyfuncs.Func) Option { return guard.WithKey(fn) }
 
-// WithRule adds a further limiter applied to its own key, after lim; a nil
-// fn means keyfuncs.IP(). If a later rule denies, what the earlier rules
-// took is refunded: see guard.WithRule. Use KeyFunc for a key function
-// over *gin.Context, and guard.Optional to exempt requests without the
-// key, e.g. anonymous ones from a per-user rule. Default: none.
+// WithRule adds a further limiter applied to its own key, after lim
+// (keyfuncs.IP() for a rule per client address). If a later rule denies,
+// what the earlier rules took is refunded: see guard.WithRule. Use KeyFunc
+// for a key function over *gin.Context, and guard.Optional to exempt
+// requests without the key, e.g. anonymous ones from a per-user rule.
+// Default: none.
 func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option { return guard.WithRule(lim, fn) }
 
 // WithCost sets the static cost of every request, in cost units; it must
@@ -61,7 +64,7 @@ func WithCost(n int64) Option { return guard.WithCost(n) }
 // guard.WithCostFunc. Default: none.
 func WithCostFunc(fn func(c *gin.Context) (int64, error)) Option {
 	if fn == nil {
-		return guard.WithCostFunc(nil)
+		return guard.Invalid("WithCostFunc", "nil function")
 	}
 	return guard.WithCostFunc(func(r keyfuncs.Request) (int64, error) { return fn(Context(r)) })
 }
@@ -70,7 +73,7 @@ func WithCostFunc(fn func(c *gin.Context) (int64, error)) Option {
 // of the chain: no key, no decision, no headers. Default: none.
 func WithSkip(fn func(c *gin.Context) bool) Option {
 	if fn == nil {
-		return guard.WithSkip(nil)
+		return guard.Invalid("WithSkip", "nil function")
 	}
 	return guard.WithSkip(func(r keyfuncs.Request) bool { return fn(Context(r)) })
 }
@@ -82,7 +85,7 @@ func WithSkip(fn func(c *gin.Context) bool) Option {
 // problem+json body.
 func WithDeniedHandler(h func(c *gin.Context, d *guard.Denial)) Option {
 	if h == nil {
-		return guard.WithDeniedHandler(nil)
+		return guard.Invalid("WithDeniedHandler", "nil function")
 	}
 	return guard.WithDeniedHandler(func(w guard.Writer, r keyfuncs.Request, d *guard.Denial) error {
 		c := Context(r)
@@ -101,7 +104,7 @@ func WithDeniedHandler(h func(c *gin.Context, d *guard.Denial)) Option {
 // it. Default: guard.DefaultErrorHandler, a generic problem+json body.
 func WithErrorHandler(h func(c *gin.Context, err error)) Option {
 	if h == nil {
-		return guard.WithErrorHandler(nil)
+		return guard.Invalid("WithErrorHandler", "nil function")
 	}
 	return guard.WithErrorHandler(func(w guard.Writer, r keyfuncs.Request, err error) error {
 		c := Context(r)
@@ -146,7 +149,7 @@ func WithResponseCost(fn func(guard.Result) int64) Option { return guard.WithRes
 // Default: none.
 func WithOnDenied(fn func(c *gin.Context, d *guard.Denial)) Option {
 	if fn == nil {
-		return guard.WithOnDenied(nil)
+		return guard.Invalid("WithOnDenied", "nil function")
 	}
 	return guard.WithOnDenied(func(r keyfuncs.Request, d *guard.Denial) { fn(Context(r), d) })
 }
@@ -156,7 +159,7 @@ func WithOnDenied(fn func(c *gin.Context, d *guard.Denial)) Option {
 // logs (c.Error(err) hands it to gin's logger). Default: none.
 func WithOnError(fn func(c *gin.Context, err error)) Option {
 	if fn == nil {
-		return guard.WithOnError(nil)
+		return guard.Invalid("WithOnError", "nil function")
 	}
 	return guard.WithOnError(func(r keyfuncs.Request, err error) { fn(Context(r), err) })
 }

@@ -101,8 +101,12 @@ var errNotGin = errors.New("ginlimit: KeyFunc called with a request not from gin
 // error matching keyfuncs.ErrNoKey (so that guard.Optional exempts the
 // request from a rule instead of failing it), and a key longer than
 // keyfuncs.MaxKeyLen one matching keyfuncs.ErrKeyTooLong. Either fails the
-// request with 400 unless the rule is optional.
+// request with 400 unless the rule is optional. KeyFunc(nil) is nil, which
+// WithKey and WithRule reject.
 func KeyFunc(fn func(c *gin.Context) (string, error)) keyfuncs.Func {
+	if fn == nil {
+		return nil
+	}
 	return func(r keyfuncs.Request) (string, error) {
 		c := Context(r)
 		if c == nil {

@@ -12,7 +12,8 @@
 //	decide  core.Limiter.AllowN on every rule, in order; a denial stops the
 //	        walk and refunds what earlier rules took
 //	wait    a LeakyBucket Decision.Delay: wait, cancelled with the request's
-//	        context, up to WithMaxDelay; a longer delay is refunded and denied
+//	        context (its turn in the queue then passes empty), up to
+//	        WithMaxDelay; a longer delay is refunded and denied
 //	headers RateLimit-Policy and RateLimit (WithHeaders), set before the
 //	        handler runs, since net/http cannot add headers afterwards
 //	deny    429 with Retry-After and a problem+json body (WithDeniedHandler)
@@ -25,6 +26,12 @@
 // status chosen by ErrorStatus (400 for a key the request lacks, 503 for a
 // store failure) and a generic body: error text never reaches a client.
 // WithDryRun decides, counts and sets headers but never blocks.
+//
+// A panic in a configured function (a key, cost or skip function, a
+// DeniedHandler, an ErrorHandler, a hook) propagates unchanged to the
+// framework's recovery, but first what the rules took for the request is
+// refunded: a misbehaving function never leaves a charge behind. A panic
+// in the handler propagates once the request is settled as a 500.
 //
 // # Writing an adapter
 //
@@ -46,6 +53,15 @@
 // translations into Options: the adapter's Request and Writer carry the
 // framework's context, so a translated function type-asserts them.
 //
+// Bad configuration fails in New, never on a request: every option that
+// takes a function rejects nil (leave the option out for its default), and
+// New's error wraps ErrInvalidOption and names the option. An adapter's
+// own option rejects its arguments the same way, with Invalid:
+//
+//	if fn == nil {
+//		return guard.Invalid("WithSkipper", "nil function")
+//	}
+//
 // # Headers
 //
 // The default, HeadersDraft11, sends the Structured Field Lists of
@@ -61,4 +77,12 @@
 // cost above a limit's capacity (RetryAfter core.Never) can never pass:
 // its 429 carries no Retry-After, because any finite value would promise
 // a success that will not come, and its body says so.
+//
+// A request that a Limiter's FailOpen policy admitted while its store
+// fails (core.FromFailOpen) has no numbers to send: its rule's policies
+// (core.Limiter.Limits for the key) are listed in RateLimit-Policy as on
+// every other response, but the rule has no RateLimit item, and nothing
+// in the draft-06 and legacy styles; a response with no other rule then
+// carries RateLimit-Policy alone. A Fallback policy's decisions carry the
+// fallback store's numbers, and are sent as usual.
 package guard

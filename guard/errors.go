@@ -22,3 +22,8 @@ var (
 	// cancelled (its context ended) before its turn.
 	ErrWait = errors.New("guard: wait cancelled")
 )
+
+// ErrInvalidOption reports an option New cannot accept: a nil function, a
+// nil Limiter in a rule, a negative cost or delay. New's error wraps it
+// and names the option; adapters panic with that error's text.
+var ErrInvalidOption = errors.New("guard: invalid option")

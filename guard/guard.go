@@ -38,27 +38,35 @@ type Guard struct {
 
 // New returns a Guard that limits requests with lim, keyed by
 // keyfuncs.IP() unless WithKey says otherwise, and by the further
-// rules of WithRule. It returns an error for a nil Limiter (in New or
-// WithRule), a negative cost or max delay, or an unknown header style.
+// rules of WithRule. It returns an error for a nil Limiter, and one
+// wrapping ErrInvalidOption, naming the option, for an option given
+// something it cannot use: a nil function (every option that takes a
+// function rejects nil; leave the option out for its default), a nil
+// Limiter in WithRule, a negative cost or max delay, an unknown header
+// style.
 func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
+	if lim == nil {
+		return nil, errors.New("guard: New: nil *core.Limiter")
+	}
 	c := config{cost: 1, maxDelay: DefaultMaxDelay}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	if lim == nil {
-		return nil, errors.New("guard: New: nil *core.Limiter")
+	if c.err != nil {
+		return nil, c.err
 	}
-	switch {
-	case c.cost < 0:
-		return nil, errors.New("guard: New: negative cost")
-	case c.maxDelay < 0:
-		return nil, errors.New("guard: New: negative max delay")
-	case c.style >= numStyles:
-		return nil, errors.New("guard: New: unknown header style")
+	if c.key == nil {
+		c.key = keyfuncs.IP()
 	}
-	g := &Guard{
+	if c.denied == nil {
+		c.denied = DefaultDeniedHandler
+	}
+	if c.onErr == nil {
+		c.onErr = DefaultErrorHandler
+	}
+	return &Guard{
 		rules:     append([]rule{{lim: lim, key: c.key}}, c.rules...),
 		cost:      c.cost,
 		costFn:    c.costFn,
@@ -73,27 +81,7 @@ func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
 		respCost:  c.respCost,
 		hookDeny:  c.hookDeny,
 		hookError: c.hookError,
-	}
-	var ip keyfuncs.Func
-	for i := range g.rules {
-		ru := &g.rules[i]
-		if ru.lim == nil {
-			return nil, errors.New("guard: New: WithRule: nil *core.Limiter")
-		}
-		if ru.key == nil {
-			if ip == nil {
-				ip = keyfuncs.IP()
-			}
-			ru.key = ip
-		}
-	}
-	if g.denied == nil {
-		g.denied = DefaultDeniedHandler
-	}
-	if g.onErr == nil {
-		g.onErr = DefaultErrorHandler
-	}
-	return g, nil
+	}, nil
 }
 
 // NeedsResult reports whether the Guard reads the Result that Next
@@ -106,6 +94,9 @@ type taken struct {
 	rule int
 	key  string
 	d    core.Decision
+	// limits are the key's limits when d is a FailOpen decision
+	// (core.FromFailOpen), which knows none: RateLimit-Policy lists them.
+	limits []core.Limit
 }
 
 // Serve runs the flow for one request: r is the adapter's view of the
@@ -116,8 +107,13 @@ type taken struct {
 // whose handlers return errors; the handler's own error is next's business.
 //
 // The rate-limit headers are set on w before next runs. Serve never
-// panics on a hostile request; a panic in next propagates, after the
-// request is settled as a 500.
+// panics on a hostile request. A panic in a function of the
+// configuration (a key, cost or skip function, a Limiter's
+// core.WithLimitsFunc, a DeniedHandler, an ErrorHandler, a hook) or in
+// w propagates unchanged, with its own value and stack, but leaves no
+// charge behind: what the rules took before it is refunded on its way
+// through. A panic in next propagates after the request is settled as a
+// 500 (see WithRefundOn).
 func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	ctx := r.Context()
 	if g.skip != nil && g.skip(r) {
@@ -141,6 +137,15 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	if len(g.rules) > 1 {
 		ts = make([]taken, 0, len(g.rules))
 	}
+	// held reports that every rule of ts holds the request's cost, which
+	// the flow has neither given back nor handed to the handler: a panic
+	// or runtime.Goexit on the way gives it back, and goes on unchanged.
+	held := false
+	defer func() {
+		if held {
+			g.refund(r, ts, cost)
+		}
+	}()
 	for i := range g.rules {
 		ru := &g.rules[i]
 		key, err := ru.key(r)
@@ -153,34 +158,46 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			if errors.Is(err, ErrSkipRule) {
 				continue
 			}
+			held = false
 			g.refund(r, ts, cost)
 			return g.fail(w, r, next, &guardError{ErrKey, err})
 		}
 		d, err := ru.lim.AllowN(ctx, key, cost)
 		if err != nil {
+			held = false
 			g.refund(r, ts, cost)
 			return g.fail(w, r, next, &guardError{ErrLimiter, err})
 		}
-		ts = append(ts, taken{rule: i, key: key, d: d})
 		if !d.Allowed {
-			g.refund(r, ts[:len(ts)-1], cost)
+			held = false
+			g.refund(r, ts, cost)
+			ts = append(ts, taken{rule: i, key: key, d: d})
 			return g.deny(w, r, next, ts, len(ts)-1, cost, false)
 		}
+		t := taken{rule: i, key: key, d: d}
+		if d.Source == core.FromFailOpen {
+			t.limits = ru.lim.Limits(ctx, key)
+		}
+		ts = append(ts, t)
+		held = true
 	}
 
 	if delay, at := longestDelay(ts); delay > 0 {
 		if delay > g.maxDelay {
+			held = false
 			g.refund(r, ts, cost)
 			return g.deny(w, r, next, ts, at, cost, true)
 		}
 		if !g.dryRun {
 			if err := sleep(ctx, delay); err != nil {
-				g.refund(r, ts, cost)
+				held = false
+				g.giveUp(r, ts, cost)
 				return g.fail(w, r, next, &guardError{ErrWait, err})
 			}
 		}
 	}
 	g.setHeaders(w, ts, nil)
+	held = false // the handler's now: pass settles it
 	g.pass(r, next, ts, cost)
 	return nil
 }
@@ -208,6 +225,26 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// giveUp refunds a request that stopped waiting its turn in a queue, on
+// every rule of ts but those with a LeakyBucket limit: there the request
+// keeps its slot, which stays empty. Giving it back would move the queue's
+// tail back over the requests already scheduled behind it, and the next
+// request would be scheduled with one of them, at the same instant.
+func (g *Guard) giveUp(r keyfuncs.Request, ts []taken, cost int64) {
+	for i := range ts {
+		if !queues(&ts[i].d) {
+			g.refund(r, ts[i:i+1], cost)
+		}
+	}
+}
+
+// queues reports whether d has a LeakyBucket limit.
+func queues(d *core.Decision) bool {
+	q := false
+	d.Each(func(s core.LimitState) { q = q || s.Limit.Algorithm == core.LeakyBucket })
+	return q
 }
 
 // deny answers a request that ts[at] denied: by its limits, or, when
@@ -263,9 +300,11 @@ func (g *Guard) refund(r keyfuncs.Request, ts []taken, cost int64) {
 
 // adjust charges (diff > 0) or refunds (diff < 0) every rule of ts. It
 // runs after the handler or on the way out, so it ignores the request's
-// cancellation.
+// cancellation. Failures go to the OnError hook once every rule is
+// adjusted, so that a hook that panics leaves no rule behind.
 func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
 	ctx := context.WithoutCancel(r.Context())
+	var failed []error
 	for i := range ts {
 		t := &ts[i]
 		lim := g.rules[t.rule].lim
@@ -278,14 +317,20 @@ func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
 		}
 		if err != nil {
 			if g.hookError != nil {
-				g.hookError(r, &guardError{ErrLimiter, err})
+				failed = append(failed, &guardError{ErrLimiter, err})
 			}
 			continue
+		}
+		if d.Source != t.d.Source {
+			continue // numbers of another store, or none (FailOpen)
 		}
 		// Headers written after this (a denial by a later rule) show the
 		// state after the refund.
 		t.d.Remaining, t.d.ResetAfter, t.d.States = d.Remaining, d.ResetAfter, d.States
 		t.d.Limit = d.Limit
+	}
+	for _, err := range failed {
+		g.hookError(r, err)
 	}
 }
 
@@ -340,8 +385,11 @@ var ErrSkipRule = errors.New("guard: skip rule")
 // returns an empty key or an error matching keyfuncs.ErrNoKey, so that
 // requests without that key (anonymous ones, for a per-user rule) are
 // exempt from the rule instead of failing with 400. Other errors pass
-// through.
+// through. Optional(nil) is nil, which WithKey and WithRule reject.
 func Optional(fn keyfuncs.Func) keyfuncs.Func {
+	if fn == nil {
+		return nil
+	}
 	return func(r keyfuncs.Request) (string, error) {
 		k, err := fn(r)
 		if (err == nil && k == "") || errors.Is(err, keyfuncs.ErrNoKey) {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -21,21 +25,40 @@ import (
 func TestNewRejectsProgrammerErrors(t *testing.T) {
 	e := newEnv(t)
 	lim := e.limiter(t, fixed(1, time.Minute, "m"))
+	if _, err := guard.New(nil); err == nil {
+		t.Error("New(nil) = nil error, want one")
+	}
 	tests := []struct {
-		name string
-		lim  *core.Limiter
-		opts []guard.Option
+		name   string
+		opt    guard.Option
+		option string // the option the error must name
 	}{
-		{"a nil limiter", nil, nil},
-		{"a nil limiter in a rule", lim, []guard.Option{guard.WithRule(nil, nil)}},
-		{"a negative cost", lim, []guard.Option{guard.WithCost(-1)}},
-		{"a negative max delay", lim, []guard.Option{guard.WithMaxDelay(-time.Second)}},
-		{"an unknown header style", lim, []guard.Option{guard.WithHeaders(99)}},
+		{"a nil limiter in a rule", guard.WithRule(nil, keyfuncs.IP()), "WithRule"},
+		{"a nil key function in a rule", guard.WithRule(lim, nil), "WithRule"},
+		{"a rule keyed by Optional(nil)", guard.WithRule(lim, guard.Optional(nil)), "WithRule"},
+		{"a nil key function", guard.WithKey(nil), "WithKey"},
+		{"a negative cost", guard.WithCost(-1), "WithCost"},
+		{"a nil cost function", guard.WithCostFunc(nil), "WithCostFunc"},
+		{"a nil skip function", guard.WithSkip(nil), "WithSkip"},
+		{"a nil denied handler", guard.WithDeniedHandler(nil), "WithDeniedHandler"},
+		{"a nil error handler", guard.WithErrorHandler(nil), "WithErrorHandler"},
+		{"an unknown header style", guard.WithHeaders(99), "WithHeaders"},
+		{"a negative max delay", guard.WithMaxDelay(-time.Second), "WithMaxDelay"},
+		{"a nil refund matcher", guard.WithRefundOn(nil), "WithRefundOn"},
+		{"a nil response cost", guard.WithResponseCost(nil), "WithResponseCost"},
+		{"a nil denial hook", guard.WithOnDenied(nil), "WithOnDenied"},
+		{"a nil error hook", guard.WithOnError(nil), "WithOnError"},
+		{"an adapter's invalid option", guard.Invalid("WithSkipper", "nil function"), "WithSkipper"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := guard.New(tt.lim, tt.opts...); err == nil {
-				t.Errorf("New(%s) = nil error, want one", tt.name)
+			_, err := guard.New(lim, tt.opt)
+			if !errors.Is(err, guard.ErrInvalidOption) || !strings.Contains(err.Error(), ": "+tt.option+": ") {
+				t.Errorf("New(lim, %s) = %v, want an error wrapping ErrInvalidOption that names %s", tt.name, err, tt.option)
+			}
+			// A valid option after the invalid one does not hide it.
+			if _, err := guard.New(lim, tt.opt, guard.WithCost(1)); !errors.Is(err, guard.ErrInvalidOption) {
+				t.Errorf("New(lim, %s, WithCost(1)) = %v, want ErrInvalidOption", tt.name, err)
 			}
 		})
 	}
@@ -118,8 +141,8 @@ func TestKeyErrors(t *testing.T) {
 	}{
 		{"an empty key from a custom function is a 400", func(keyfuncs.Request) (string, error) { return "", nil }, "192.0.2.1:1", 400},
 		{"a missing header is a 400", keyfuncs.Header("X-Key"), "192.0.2.1:1", 400},
-		{"an unparsable peer address is a 500", nil, "not-an-address", 500},
-		{"an empty peer address is a 400", nil, "", 400},
+		{"an unparsable peer address is a 500", keyfuncs.IP(), "not-an-address", 500},
+		{"an empty peer address is a 400", keyfuncs.IP(), "", 400},
 		{"a key of MaxKeyLen bytes passes", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", keyfuncs.MaxKeyLen), nil }, "192.0.2.1:1", 200},
 		{"a longer key is a 400, as from keyfuncs.Header", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", 1<<20), nil }, "192.0.2.1:1", 400},
 	}
@@ -230,12 +253,13 @@ func TestLeakyBucket(t *testing.T) {
 		})
 	})
 
-	t.Run("a wait ends with the request's context, and is refunded", func(t *testing.T) {
+	t.Run("a wait ends with the request's context; the queue keeps its slot, other rules refund it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t)
 			lim := e.limiter(t, leaky)
+			perIP := e.limiter(t, fixed(10, time.Minute, "per-ip"))
 			var errs []error
-			g := mustNew(t, lim, guard.WithMaxDelay(time.Second),
+			g := mustNew(t, lim, guard.WithMaxDelay(time.Second), guard.WithRule(perIP, keyfuncs.IP()),
 				guard.WithOnError(func(_ keyfuncs.Request, err error) { errs = append(errs, err) }))
 			for range 5 { // queue: the next request would wait 500ms
 				lim.Allow(context.Background(), "192.0.2.1")
@@ -254,10 +278,81 @@ func TestLeakyBucket(t *testing.T) {
 			if len(errs) != 1 || !errors.Is(errs[0], guard.ErrWait) || !errors.Is(errs[0], context.DeadlineExceeded) {
 				t.Errorf("errors = %v, want one matching ErrWait and DeadlineExceeded", errs)
 			}
-			if got := remaining(t, lim, "192.0.2.1"); got != before {
-				t.Errorf("remaining = %d, want %d (refunded)", got, before)
+			if got := remaining(t, lim, "192.0.2.1"); got != before-1 {
+				t.Errorf("leaky remaining = %d, want %d (the cancelled request's slot kept)", got, before-1)
+			}
+			if got := remaining(t, perIP, "192.0.2.1"); got != 10 {
+				t.Errorf("per-ip remaining = %d, want 10 (refunded)", got)
 			}
 		})
+	})
+
+	t.Run("a cancelled wait keeps the spacing of the requests that leave the queue", func(t *testing.T) {
+		// Real time and timers: the Limiter's clock is the system's, so
+		// that each admitted request's turn is op.Now + Delay, exactly. An
+		// interval of 200ms leaves the test that long to cancel request 2
+		// before its turn.
+		const interval = 200 * time.Millisecond
+		ms := memstore.New(memstore.WithSweepInterval(0))
+		defer ms.Close()
+		st := &turnStore{Store: ms}
+		lim, err := core.New(st, core.Per(5, time.Second).WithAlgorithm(core.LeakyBucket).Named("leaky"), core.WithClock(core.SystemClock()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := mustNew(t, lim, guard.WithMaxDelay(time.Second))
+		type outcome struct {
+			status int
+			ran    bool
+		}
+		// send serves one request in a goroutine once the previous ones
+		// took their turns, so that request i has turn i.
+		send := func(ctx context.Context) <-chan outcome {
+			done := make(chan outcome, 1)
+			n := st.takes()
+			go func() {
+				rec := newRecorder()
+				var o outcome
+				_ = g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1").WithContext(ctx)), rec, func(context.Context) guard.Result {
+					o.ran, rec.status = true, 200
+					return guard.Result{Status: 200}
+				})
+				o.status = rec.status
+				done <- o
+			}()
+			st.waitTakes(t, n+1)
+			return done
+		}
+		cancelled, cancel := context.WithCancel(context.Background())
+		var dones []<-chan outcome
+		for i := range 4 { // turns at +0, +200, +400 and +600ms
+			ctx := context.Background()
+			if i == 2 {
+				ctx = cancelled
+			}
+			dones = append(dones, send(ctx))
+		}
+		cancel() // request 2 gives up its turn
+		if o := <-dones[2]; o.ran || o.status != 503 {
+			t.Errorf("cancelled request: %+v, want 503, not run", o)
+		}
+		dones = append(dones, send(context.Background())) // must not get request 3's turn
+		for i, done := range dones {
+			if i == 2 {
+				continue
+			}
+			if o := <-done; !o.ran || o.status != 200 {
+				t.Errorf("request %d: %+v, want 200 after its wait", i, o)
+			}
+		}
+		turns := st.turns()
+		admitted := []time.Time{turns[0], turns[1], turns[3], turns[4]}
+		slices.SortFunc(admitted, time.Time.Compare)
+		for i := 1; i < len(admitted); i++ {
+			if gap := admitted[i].Sub(admitted[i-1]); gap < interval {
+				t.Errorf("admitted requests %d and %d leave %v apart, want at least %v (turns %v)", i-1, i, gap, interval, turns)
+			}
+		}
 	})
 
 	t.Run("a delay over the maximum is refunded and denied with the excess", func(t *testing.T) {
@@ -340,6 +435,58 @@ func TestSettle(t *testing.T) {
 	}
 }
 
+func TestReportedCosts(t *testing.T) {
+	tests := []struct {
+		name   string
+		report func(ctx context.Context)
+		want   int64 // remaining of 10 after the request
+	}{
+		{"AddCost(MaxInt64) twice saturates instead of wrapping to a free request", func(ctx context.Context) {
+			guard.AddCost(ctx, math.MaxInt64)
+			guard.AddCost(ctx, math.MaxInt64)
+		}, 0},
+		{"an AddCost that would overflow saturates", func(ctx context.Context) {
+			guard.AddCost(ctx, 3)
+			guard.AddCost(ctx, math.MaxInt64-1)
+		}, 0},
+		{"a negative AddCost counts as 0", func(ctx context.Context) {
+			guard.AddCost(ctx, 5)
+			guard.AddCost(ctx, -3)
+		}, 5},
+		{"a negative AddCost alone reports a cost of 0", func(ctx context.Context) { guard.AddCost(ctx, -3) }, 10},
+		{"AddCost after a negative ReportCost starts from 0", func(ctx context.Context) {
+			guard.ReportCost(ctx, -5)
+			guard.AddCost(ctx, 3)
+		}, 7},
+		{"ReportCost replaces what AddCost added", func(ctx context.Context) {
+			guard.AddCost(ctx, 4)
+			guard.ReportCost(ctx, 2)
+		}, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			lim := e.limiter(t, fixed(10, time.Minute, "m"))
+			g := mustNew(t, lim, guard.WithReportedCost())
+			err := g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), newRecorder(), func(ctx context.Context) guard.Result {
+				tt.report(ctx)
+				return guard.Result{Status: 200}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := remaining(t, lim, "192.0.2.1"); got != tt.want {
+				t.Errorf("remaining = %d, want %d", got, tt.want)
+			}
+			if tt.want == 0 {
+				if rec, ran := served(t, g, request("192.0.2.1:1")); ran || rec.status != 429 {
+					t.Errorf("next request: status %d, ran %v; want 429", rec.status, ran)
+				}
+			}
+		})
+	}
+}
+
 func TestAddCostFromManyGoroutines(t *testing.T) {
 	e := newEnv(t)
 	lim := e.limiter(t, fixed(1000, time.Minute, "m"))
@@ -383,6 +530,151 @@ func TestPanicInHandlerIsSettledAsA500(t *testing.T) {
 	}()
 	if got := remaining(t, lim, "192.0.2.1"); got != 10 {
 		t.Errorf("remaining = %d, want 10 (refunded as a 500)", got)
+	}
+}
+
+func TestPanicsLeaveNoCharge(t *testing.T) {
+	const boom = "boom"
+	// Rule 0 allows one request per minute per IP; a panic after it took
+	// its unit must give the unit back, or the next request is denied.
+	trigger := func(r keyfuncs.Request) bool { return r.Header("X-Panic") != "" }
+	tests := []struct {
+		name  string
+		extra func(e *env) []guard.Option // the further rules and options
+	}{
+		{"a later rule's key function", func(e *env) []guard.Option {
+			return []guard.Option{guard.WithRule(e.limiter(t, fixed(100, time.Minute, "r1")), func(r keyfuncs.Request) (string, error) {
+				if trigger(r) {
+					panic(boom)
+				}
+				return "ok", nil
+			})}
+		}},
+		{"a later rule's Limiter (its WithLimitsFunc)", func(e *env) []guard.Option {
+			lim, err := core.New(e.store, core.WithClock(e.clock), core.WithLimitsFunc(func(ctx context.Context, key string) []core.Limit {
+				if key == "panic" {
+					panic(boom)
+				}
+				return []core.Limit{fixed(100, time.Minute, "r1")}
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []guard.Option{guard.WithRule(lim, func(r keyfuncs.Request) (string, error) {
+				if trigger(r) {
+					return "panic", nil
+				}
+				return "ok", nil
+			})}
+		}},
+		{"the cost function", func(*env) []guard.Option {
+			return []guard.Option{guard.WithCostFunc(func(r keyfuncs.Request) (int64, error) {
+				if trigger(r) {
+					panic(boom)
+				}
+				return 1, nil
+			})}
+		}},
+		{"the skip function", func(*env) []guard.Option {
+			return []guard.Option{guard.WithSkip(func(r keyfuncs.Request) bool {
+				if trigger(r) {
+					panic(boom)
+				}
+				return false
+			})}
+		}},
+		{"the denied handler", func(e *env) []guard.Option {
+			return []guard.Option{denyingRule(t, e), guard.WithDeniedHandler(func(guard.Writer, keyfuncs.Request, *guard.Denial) error { panic(boom) })}
+		}},
+		{"the OnDenied hook", func(e *env) []guard.Option {
+			return []guard.Option{denyingRule(t, e), guard.WithOnDenied(func(keyfuncs.Request, *guard.Denial) { panic(boom) })}
+		}},
+		{"the error handler", func(e *env) []guard.Option {
+			return []guard.Option{failingRule(t, e), guard.WithErrorHandler(func(guard.Writer, keyfuncs.Request, error) error { panic(boom) })}
+		}},
+		{"the OnError hook", func(e *env) []guard.Option {
+			return []guard.Option{failingRule(t, e), guard.WithOnError(func(keyfuncs.Request, error) { panic(boom) })}
+		}},
+		{"the OnError hook, for a refund that fails while later refunds are due", func(e *env) []guard.Option {
+			// Rule 1's refunds fail; rule 3 denies the triggered request:
+			// rule 2, one per minute, must be refunded whatever the hook
+			// does about rule 1, or the next request is denied.
+			bad := limiterOn(t, refundFailingStore{e.store}, e.clock, fixed(100, time.Minute, "r-bad"))
+			return []guard.Option{
+				guard.WithRule(bad, keyfuncs.Static("ok")),
+				guard.WithRule(e.limiter(t, fixed(1, time.Minute, "r-one")), keyfuncs.Static("ok")),
+				denyingRule(t, e),
+				guard.WithOnError(func(keyfuncs.Request, error) { panic(boom) }),
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" propagates and leaves no charge", func(t *testing.T) {
+			e := newEnv(t)
+			perIP := e.limiter(t, fixed(1, time.Minute, "per-ip"))
+			g := mustNew(t, perIP, tt.extra(e)...)
+			req := request("192.0.2.1:1")
+			req.Header.Set("X-Panic", "1")
+			for range 5 {
+				mustPanic(t, boom, func() { served(t, g, req) })
+			}
+			if got := remaining(t, perIP, "192.0.2.1"); got != 1 {
+				t.Errorf("per-ip remaining after the panics = %d, want 1", got)
+			}
+			if rec, ran := served(t, g, request("192.0.2.1:1")); !ran || rec.status != 200 {
+				t.Errorf("the next request: status %d, ran %v; want 200", rec.status, ran)
+			}
+		})
+	}
+}
+
+// denyingRule is a rule that denies requests with X-Panic set, and admits
+// others.
+func denyingRule(t *testing.T, e *env) guard.Option {
+	t.Helper()
+	lim := e.limiter(t, fixed(100, time.Minute, "r-deny"))
+	if _, err := lim.AllowN(context.Background(), "full", 100); err != nil {
+		t.Fatal(err)
+	}
+	return guard.WithRule(lim, func(r keyfuncs.Request) (string, error) {
+		if r.Header("X-Panic") != "" {
+			return "full", nil
+		}
+		return "ok", nil
+	})
+}
+
+// failingRule is a rule whose key function fails for requests with
+// X-Panic set.
+func failingRule(t *testing.T, e *env) guard.Option {
+	t.Helper()
+	return guard.WithRule(e.limiter(t, fixed(100, time.Minute, "r-fail")), func(r keyfuncs.Request) (string, error) {
+		if r.Header("X-Panic") != "" {
+			return "", errors.New("no key")
+		}
+		return "ok", nil
+	})
+}
+
+func TestGoexitInAKeyFunctionLeavesNoCharge(t *testing.T) {
+	e := newEnv(t)
+	perIP := e.limiter(t, fixed(1, time.Minute, "per-ip"))
+	g := mustNew(t, perIP, guard.WithRule(e.limiter(t, fixed(100, time.Minute, "r1")), func(r keyfuncs.Request) (string, error) {
+		if r.Header("X-Exit") != "" {
+			runtime.Goexit()
+		}
+		return "ok", nil
+	}))
+	req := request("192.0.2.1:1")
+	req.Header.Set("X-Exit", "1")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.Serve(keyfuncs.FromHTTP(req), newRecorder(), func(context.Context) guard.Result { return guard.Result{} })
+	}()
+	<-done
+	if got := remaining(t, perIP, "192.0.2.1"); got != 1 {
+		t.Errorf("per-ip remaining after runtime.Goexit = %d, want 1", got)
 	}
 }
 

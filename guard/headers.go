@@ -17,15 +17,18 @@ const (
 	//	RateLimit-Policy: "per-minute";q=100;w=60, "per-hour";q=1000;w=3600
 	//	RateLimit: "per-minute";r=42;t=17
 	//
-	// RateLimit-Policy has one item per limit of every rule decided; RateLimit
-	// one item per rule: its binding limit (the one closest to exhaustion, or
-	// the one that denied). Names are sf-strings: bytes that an sf-string
-	// cannot hold are replaced by '?', and names are cut at core.MaxNameLen
-	// bytes. w and t are whole seconds rounded up; t is a delta, never an
-	// epoch. This is the default.
+	// RateLimit-Policy has one item per limit of every rule decided;
+	// RateLimit one item per rule: its binding limit (the one closest to
+	// exhaustion, or the one that denied), except for a rule decided by the
+	// FailOpen policy (core.FromFailOpen), which has no numbers to send.
+	// Names are sf-strings: bytes that an sf-string cannot hold are
+	// replaced by '?', and names are cut at core.MaxNameLen bytes. w and t
+	// are whole seconds rounded up; t is a delta, never an epoch. This is
+	// the default.
 	HeadersDraft11 HeaderStyle = iota
 	// HeadersDraft06 sends the fields of draft-ietf-httpapi-ratelimit-headers-06,
-	// for the binding limit over all rules:
+	// for the binding limit over all rules (those decided by FailOpen left
+	// out; with none left, no field):
 	//
 	//	RateLimit-Limit: 100
 	//	RateLimit-Remaining: 42
@@ -135,6 +138,11 @@ func binding(ts []taken, dn *Denial) int {
 
 // setHeaders sets the rate-limit headers of ts, and Retry-After on a
 // denial that blocks.
+//
+// A FailOpen decision (core.FromFailOpen) knows no numbers: its rule's
+// limits are listed in the draft-11 RateLimit-Policy, so that the list
+// stays the same on every response, but it has no RateLimit item, and
+// nothing in the draft-06 and legacy styles.
 func (g *Guard) setHeaders(w Writer, ts []taken, dn *Denial) {
 	if len(ts) > 0 {
 		switch g.style {
@@ -151,12 +159,12 @@ func (g *Guard) setHeaders(w Writer, ts []taken, dn *Denial) {
 			}
 			w.SetHeader(HeaderRateLimitPolicy, policy)
 			var buf [128]byte
-			b := buf[:0]
-			if outerLimit != "" {
-				b = append(append(b, outerLimit...), ", "...)
-			}
+			b := append(buf[:0], outerLimit...)
 			for i := range ts {
-				if i > 0 {
+				if ts[i].d.Source == core.FromFailOpen {
+					continue
+				}
+				if len(b) > 0 {
 					b = append(b, ", "...)
 				}
 				it := itemOf(&ts[i], dn)
@@ -166,8 +174,14 @@ func (g *Guard) setHeaders(w Writer, ts []taken, dn *Denial) {
 				b = append(b, ";t="...)
 				b = strconv.AppendInt(b, clampSF(it.reset), 10)
 			}
-			w.SetHeader(HeaderRateLimit, string(b))
+			if len(b) > len(outerLimit) {
+				w.SetHeader(HeaderRateLimit, string(b))
+			}
 		case HeadersDraft06, HeadersLegacy:
+			ts := measured(ts)
+			if len(ts) == 0 {
+				break
+			}
 			it := itemOf(&ts[binding(ts, dn)], dn)
 			names := [3]string{HeaderRateLimitLimit, HeaderRateLimitRemaining, HeaderRateLimitReset}
 			if g.style == HeadersLegacy {
@@ -183,6 +197,35 @@ func (g *Guard) setHeaders(w Writer, ts []taken, dn *Denial) {
 	if dn != nil && !dn.DryRun && dn.RetryAfter > 0 {
 		w.SetHeader(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(dn.RetryAfter), 10))
 	}
+}
+
+// measured returns the decisions of ts that carry numbers: ts itself,
+// unless some are FailOpen's.
+func measured(ts []taken) []taken {
+	for i := range ts {
+		if ts[i].d.Source == core.FromFailOpen {
+			m := make([]taken, 0, len(ts)-1)
+			for j := range ts {
+				if ts[j].d.Source != core.FromFailOpen {
+					m = append(m, ts[j])
+				}
+			}
+			return m
+		}
+	}
+	return ts
+}
+
+// eachLimit calls fn with every limit of t: those of its decision or, for
+// a FailOpen decision, the key's limits.
+func (t *taken) eachLimit(fn func(l core.Limit)) {
+	if t.d.Source == core.FromFailOpen {
+		for _, l := range t.limits {
+			fn(l)
+		}
+		return
+	}
+	t.d.Each(func(s core.LimitState) { fn(s.Limit) })
 }
 
 // policyCache is a RateLimit-Policy value and the limits it lists.
@@ -202,19 +245,19 @@ func (g *Guard) policyValue(ts []taken) string {
 	b := buf[:0]
 	n := 0
 	for i := range ts {
-		ts[i].d.Each(func(s core.LimitState) {
+		ts[i].eachLimit(func(l core.Limit) {
 			if n > 0 {
 				b = append(b, ", "...)
 			}
 			n++
-			b = g.appendPolicyItem(b, &s.Limit)
+			b = g.appendPolicyItem(b, &l)
 		})
 	}
 	v := string(b)
 	if len(ts) == len(g.rules) { // partial lists (a rule denied early) are not cached
 		limits := make([]core.Limit, 0, n)
 		for i := range ts {
-			ts[i].d.Each(func(s core.LimitState) { limits = append(limits, s.Limit) })
+			ts[i].eachLimit(func(l core.Limit) { limits = append(limits, l) })
 		}
 		g.policy.Store(&policyCache{limits: limits, value: v})
 	}
@@ -224,16 +267,23 @@ func (g *Guard) policyValue(ts []taken) string {
 func (pc *policyCache) matches(ts []taken) bool {
 	n := 0
 	ok := true
-	for i := range ts {
-		d := &ts[i].d
-		if d.States == nil {
-			ok = ok && n < len(pc.limits) && pc.limits[n] == d.Limit
-			n++
-			continue
-		}
-		for j := range d.States {
-			ok = ok && n < len(pc.limits) && pc.limits[n] == d.States[j].Limit
-			n++
+	match := func(l *core.Limit) {
+		ok = ok && n < len(pc.limits) && pc.limits[n] == *l
+		n++
+	}
+	for i := range ts { // eachLimit, without copies: this runs on every request
+		t := &ts[i]
+		switch {
+		case t.d.Source == core.FromFailOpen:
+			for j := range t.limits {
+				match(&t.limits[j])
+			}
+		case t.d.States == nil:
+			match(&t.d.Limit)
+		default:
+			for j := range t.d.States {
+				match(&t.d.States[j].Limit)
+			}
 		}
 	}
 	return ok && n == len(pc.limits)

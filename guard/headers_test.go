@@ -100,21 +100,146 @@ func TestPolicyFollowsPerKeyLimits(t *testing.T) {
 	}
 }
 
+func TestFailOpenSendsNoInventedNumbers(t *testing.T) {
+	perMinute, perHour := fixed(2, time.Minute, "per-minute"), fixed(3, time.Hour, "per-hour")
+	const both = `"per-minute";q=2;w=60, "per-hour";q=3;w=3600`
+	absent := func(names ...string) map[string]string {
+		m := map[string]string{}
+		for _, n := range names {
+			m[n] = ""
+		}
+		return m
+	}
+	tests := []struct {
+		name  string
+		style guard.HeaderStyle
+		want  map[string]string // "" means absent
+	}{
+		{"draft-11 lists the configured policies and no RateLimit item", guard.HeadersDraft11,
+			map[string]string{guard.HeaderRateLimitPolicy: both, guard.HeaderRateLimit: ""}},
+		{"draft-06 sends nothing", guard.HeadersDraft06,
+			absent(guard.HeaderRateLimitPolicy, guard.HeaderRateLimitLimit, guard.HeaderRateLimitRemaining, guard.HeaderRateLimitReset)},
+		{"legacy sends nothing", guard.HeadersLegacy,
+			absent(guard.HeaderXRateLimitLimit, guard.HeaderXRateLimitRemaining, guard.HeaderXRateLimitReset)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			st := &flakyStore{Store: e.store}
+			st.down.Store(true)
+			lim, err := core.New(st, core.WithClock(e.clock), perMinute, perHour, core.WithFailurePolicy(core.FailOpen))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := mustNew(t, lim, guard.WithHeaders(tt.style))
+			for i := range 3 { // more than the quota: the store decides nothing
+				rec, ran := served(t, g, request("192.0.2.1:1"))
+				if !ran || rec.status != 200 {
+					t.Fatalf("request %d: status %d, ran %v; want 200 under FailOpen", i, rec.status, ran)
+				}
+				for k, want := range tt.want {
+					if got := rec.header.Get(k); got != want {
+						t.Errorf("request %d: %s = %q, want %q", i, k, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestFailOpenAmongMeasuredDecisions(t *testing.T) {
+	setup := func(t *testing.T, style guard.HeaderStyle) (*guard.Guard, *flakyStore) {
+		e := newEnv(t)
+		st := &flakyStore{Store: e.store}
+		perUser, err := core.New(st, core.WithClock(e.clock), fixed(10, time.Minute, "per-user"),
+			core.WithFailurePolicy(core.FailOpen), core.WithBreaker(core.Breaker{Disabled: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mustNew(t, e.limiter(t, fixed(5, time.Minute, "per-ip")), guard.WithHeaders(style),
+			guard.WithRule(perUser, keyfuncs.Static("alice"))), st
+	}
+	t.Run("draft-11 lists every policy, and items only for the measured rule", func(t *testing.T) {
+		g, st := setup(t, guard.HeadersDraft11)
+		const policy = `"per-ip";q=5;w=60, "per-user";q=10;w=60`
+		steps := []struct {
+			down      bool
+			rateLimit string
+		}{
+			{false, `"per-ip";r=4;t=60, "per-user";r=9;t=60`},
+			{true, `"per-ip";r=3;t=60`},
+			{true, `"per-ip";r=2;t=60`},
+			{false, `"per-ip";r=1;t=60, "per-user";r=8;t=60`}, // per-user counted none of the fail-open ones
+		}
+		for i, s := range steps {
+			st.down.Store(s.down)
+			rec, _ := served(t, g, request("192.0.2.1:1"))
+			if got := rec.header.Get(guard.HeaderRateLimitPolicy); got != policy {
+				t.Errorf("request %d (store down %v): RateLimit-Policy = %q, want %q", i, s.down, got, policy)
+			}
+			if got := rec.header.Get(guard.HeaderRateLimit); got != s.rateLimit {
+				t.Errorf("request %d (store down %v): RateLimit = %q, want %q", i, s.down, got, s.rateLimit)
+			}
+		}
+	})
+	t.Run("draft-06 reports the measured rule only", func(t *testing.T) {
+		g, st := setup(t, guard.HeadersDraft06)
+		st.down.Store(true)
+		rec, _ := served(t, g, request("192.0.2.1:1"))
+		want := map[string]string{guard.HeaderRateLimitPolicy: "5;w=60", guard.HeaderRateLimitLimit: "5", guard.HeaderRateLimitRemaining: "4", guard.HeaderRateLimitReset: "60"}
+		for k, v := range want {
+			if got := rec.header.Get(k); got != v {
+				t.Errorf("%s = %q, want %q", k, got, v)
+			}
+		}
+	})
+}
+
+func TestFailOpenListsTheKeysOwnLimits(t *testing.T) {
+	e := newEnv(t)
+	st := &flakyStore{Store: e.store}
+	st.down.Store(true)
+	pro := core.PerMinute(1000).Named("pro")
+	lim, err := core.New(st, core.WithClock(e.clock), core.PerMinute(10).Named("free"), core.WithFailurePolicy(core.FailOpen),
+		core.WithLimitsFunc(func(_ context.Context, key string) []core.Limit {
+			if strings.HasPrefix(key, "pro") {
+				return []core.Limit{pro}
+			}
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustNew(t, lim, guard.WithKey(keyfuncs.Header("X-Key")))
+	for _, tt := range []struct{ key, want string }{{"pro-1", `"pro";q=1000;w=60`}, {"free-1", `"free";q=10;w=60`}, {"pro-2", `"pro";q=1000;w=60`}} {
+		req := request("192.0.2.1:1")
+		req.Header.Set("X-Key", tt.key)
+		rec, _ := served(t, g, req)
+		if got := rec.header.Get(guard.HeaderRateLimitPolicy); got != tt.want {
+			t.Errorf("%s: RateLimit-Policy = %q, want %q", tt.key, got, tt.want)
+		}
+		if got := rec.header.Get(guard.HeaderRateLimit); got != "" {
+			t.Errorf("%s: RateLimit = %q, want none", tt.key, got)
+		}
+	}
+}
+
 // FuzzHeaders feeds hostile decisions to the encoder: whatever the store
 // says, every header value is printable ASCII (no CR, LF or NUL that could
 // split or smuggle a header) and the Guard does not panic. The conformance
 // module parses the same output with an RFC 9651 parser.
 func FuzzHeaders(f *testing.F) {
-	f.Add("per-minute", int64(100), int64(60e9), int64(42), int64(17e9), int64(0), false, uint8(0))
-	f.Add("a\"b\\c\r\nd", int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), true, uint8(1))
-	f.Add("\xff\x00", int64(1)<<62, int64(core.Never), int64(1)<<62, int64(core.Never), int64(core.Never), true, uint8(2))
-	f.Fuzz(func(t *testing.T, name string, quota, period, rem, reset, retry int64, denied bool, style uint8) {
+	f.Add("per-minute", int64(100), int64(60e9), int64(42), int64(17e9), int64(0), false, uint8(0), uint8(0))
+	f.Add("a\"b\\c\r\nd", int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), true, uint8(1), uint8(1))
+	f.Add("\xff\x00", int64(1)<<62, int64(core.Never), int64(1)<<62, int64(core.Never), int64(core.Never), true, uint8(2), uint8(2))
+	f.Fuzz(func(t *testing.T, name string, quota, period, rem, reset, retry int64, denied bool, style, source uint8) {
 		d := core.Decision{
 			Allowed:    !denied,
 			Limit:      core.Limit{Name: name, Quota: quota, Period: time.Duration(period)},
 			Remaining:  rem,
 			ResetAfter: time.Duration(reset),
 			RetryAfter: time.Duration(retry),
+			Source:     core.Source(source % 3),
 		}
 		rec := headersFor(t, d, guard.HeaderStyle(style%4))
 		for k, vs := range rec.header {

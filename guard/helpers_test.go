@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,3 +117,87 @@ type stubStore struct{ d core.Decision }
 
 func (s stubStore) Apply(context.Context, core.Op) (core.Decision, error) { return s.d, nil }
 func (stubStore) Close() error                                            { return nil }
+
+// refundFailingStore is a store whose Refund operations fail; the others
+// go to Store.
+type refundFailingStore struct{ core.Store }
+
+func (s refundFailingStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	if op.Kind == core.Refund {
+		return core.Decision{}, guardtest.ErrStore
+	}
+	return s.Store.Apply(ctx, op)
+}
+
+// mustPanic calls f and fails t unless f panics with want.
+func mustPanic(t *testing.T, want any, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if got := recover(); got != want {
+			t.Errorf("recovered %v, want the panic %v to propagate unchanged", got, want)
+		}
+	}()
+	f()
+}
+
+// flakyStore is a store that fails while down is set, and otherwise is
+// Store. It is not InProcess, so that a Limiter calls it as a remote one.
+type flakyStore struct {
+	core.Store
+	down atomic.Bool
+}
+
+func (s *flakyStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	if s.down.Load() {
+		return core.Decision{}, guardtest.ErrStore
+	}
+	return s.Store.Apply(ctx, op)
+}
+
+// turnStore is an InProcess store that records the turn of every Take it
+// admits: op.Now + Delay, when the request leaves a LeakyBucket queue.
+// Stores count time in whole microseconds, and so does the turn.
+type turnStore struct {
+	core.Store
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (*turnStore) InProcess() {}
+
+func (s *turnStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	d, err := s.Store.Apply(ctx, op)
+	if err == nil && op.Kind == core.Take && d.Allowed {
+		s.mu.Lock()
+		s.at = append(s.at, op.Now.Truncate(time.Microsecond).Add(d.Delay))
+		s.mu.Unlock()
+	}
+	return d, err
+}
+
+// takes returns the number of admitted Takes.
+func (s *turnStore) takes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.at)
+}
+
+// turns returns the turns recorded, in the order of the Takes.
+func (s *turnStore) turns() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.at)
+}
+
+// waitTakes waits until n Takes were admitted.
+func (s *turnStore) waitTakes(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.takes() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Takes admitted after 10s, want %d", s.takes(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

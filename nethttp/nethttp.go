@@ -23,8 +23,10 @@ import (
 // wrapper that keeps Flush, Hijack, ReadFrom and Unwrap (for
 // http.ResponseController) working.
 //
-// New panics if lim is nil or an option is invalid (a negative cost or max
-// delay, a nil limiter in WithRule): programmer errors. The middleware is
+// New panics if lim is nil or an option is invalid (a nil function, a
+// negative cost or max delay, a nil limiter in WithRule, an unknown header
+// style), with a message that names the option: programmer errors, caught
+// at startup. The middleware is
 // safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	if lim == nil {

@@ -34,8 +34,11 @@ func do(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(1, "m"))
 	for name, f := range map[string]func(){
-		"nil limiter":   func() { nethttp.New(nil) },
-		"negative cost": func() { nethttp.New(lim, nethttp.WithCost(-1)) },
+		"nil limiter":          func() { nethttp.New(nil) },
+		"negative cost":        func() { nethttp.New(lim, nethttp.WithCost(-1)) },
+		"negative max delay":   func() { nethttp.New(lim, nethttp.WithMaxDelay(-time.Second)) },
+		"nil limiter in rule":  func() { nethttp.New(lim, nethttp.WithRule(nil, keyfuncs.IP())) },
+		"unknown header style": func() { nethttp.New(lim, nethttp.WithHeaders(guard.HeaderStyle(200))) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -48,8 +51,40 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 	}
 }
 
-func TestNilKeyFuncMeansThePeerAddress(t *testing.T) {
-	h := nethttp.New(newLimiter(t, nil, fixed(1, "m")), nethttp.WithKeyFunc(nil))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+func TestNilFunctionsPanicAtConstruction(t *testing.T) {
+	lim := newLimiter(t, nil, fixed(1, "m"))
+	tests := []struct {
+		option string
+		opt    nethttp.Option
+	}{
+		{"WithKeyFunc", nethttp.WithKeyFunc(nil)},
+		{"WithKey", nethttp.WithKey(nil)},
+		{"WithRule", nethttp.WithRule(lim, nil)},
+		{"WithRule", nethttp.WithRule(lim, nethttp.KeyFunc(nil))},
+		{"WithCostFunc", nethttp.WithCostFunc(nil)},
+		{"WithSkip", nethttp.WithSkip(nil)},
+		{"WithDeniedHandler", nethttp.WithDeniedHandler(nil)},
+		{"WithErrorHandler", nethttp.WithErrorHandler(nil)},
+		{"WithRefundOn", nethttp.WithRefundOn(nil)},
+		{"WithResponseCost", nethttp.WithResponseCost(nil)},
+		{"WithOnDenied", nethttp.WithOnDenied(nil)},
+		{"WithOnError", nethttp.WithOnError(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option+" of nil panics in New, naming it", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "nethttp: New: ") || !strings.Contains(s, ": "+tt.option+": nil ") {
+					t.Errorf("New(lim, %s(nil)) recovered %v, want a nethttp panic naming %s", tt.option, r, tt.option)
+				}
+			}()
+			nethttp.New(lim, tt.opt)
+		})
+	}
+}
+
+func TestTheDefaultKeyIsThePeerAddress(t *testing.T) {
+	h := nethttp.New(newLimiter(t, nil, fixed(1, "m")))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	for i, tt := range []struct {
 		peer string
 		want int
@@ -144,7 +179,7 @@ func TestLeakyBucketWaitIsCancelledWithTheRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := newLimiter(t, nil, core.Per(1, time.Second).WithAlgorithm(core.LeakyBucket).WithBurst(10).Named("leaky"))
 		h := nethttp.New(lim, nethttp.WithMaxDelay(time.Minute))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-		do(h, httptest.NewRequest("GET", "/", nil)) // the next one waits 1s
+		do(h, httptest.NewRequest("GET", "/", nil)) // the next one waits 1s, and the one after it 2s
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			time.Sleep(300 * time.Millisecond)
@@ -156,8 +191,8 @@ func TestLeakyBucketWaitIsCancelledWithTheRequest(t *testing.T) {
 			t.Errorf("cancelled wait: %d after %v; want 503 after 300ms", rec.Code, time.Since(start))
 		}
 		start = time.Now()
-		if rec := do(h, httptest.NewRequest("GET", "/", nil)); rec.Code != 200 || time.Since(start) != time.Second {
-			t.Errorf("next request: %d after %v; want 200 after 1s (the cancelled one was refunded)", rec.Code, time.Since(start))
+		if rec := do(h, httptest.NewRequest("GET", "/", nil)); rec.Code != 200 || time.Since(start) != 2*time.Second {
+			t.Errorf("next request: %d after %v; want 200 after 2s (the cancelled one's turn, kept, passes empty)", rec.Code, time.Since(start))
 		}
 	})
 }
@@ -286,6 +321,54 @@ func TestPanicRefundsAndPropagates(t *testing.T) {
 	}()
 	if rec := do(h, httptest.NewRequest("GET", "/", nil)); rec.Code != 200 {
 		t.Errorf("after a panicking request: %d, want 200 (refunded)", rec.Code)
+	}
+}
+
+func TestPanicsInConfiguredFunctionsLeaveNoCharge(t *testing.T) {
+	const boom = guardtest.Boom
+	when := func(r *http.Request, trigger string) bool { return r.Header.Get(guardtest.TriggerHeader) == trigger }
+	tests := []struct {
+		name, trigger string
+		opts          []nethttp.Option
+	}{
+		{"a later rule's key function", "panic", nil},
+		{"the cost function", "panic", []nethttp.Option{nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
+			if when(r, "panic") {
+				panic(boom)
+			}
+			return 1, nil
+		})}},
+		{"the skip function", "panic", []nethttp.Option{nethttp.WithSkip(func(r *http.Request) bool {
+			if when(r, "panic") {
+				panic(boom)
+			}
+			return false
+		})}},
+		{"the denied handler", "deny", []nethttp.Option{nethttp.WithDeniedHandler(func(http.ResponseWriter, *http.Request, *guard.Denial) { panic(boom) })}},
+		{"the OnDenied hook", "deny", []nethttp.Option{nethttp.WithOnDenied(func(*http.Request, *guard.Denial) { panic(boom) })}},
+		{"the error handler", "fail", []nethttp.Option{nethttp.WithErrorHandler(func(http.ResponseWriter, *http.Request, error) { panic(boom) })}},
+		{"the OnError hook", "fail", []nethttp.Option{nethttp.WithOnError(func(*http.Request, error) { panic(boom) })}},
+	}
+	for _, tt := range tests {
+		t.Run("a panic in "+tt.name+" propagates and leaves no charge", func(t *testing.T) {
+			opts := append(tt.opts, guardtest.TriggerRule(t))
+			h := nethttp.New(newLimiter(t, nil, fixed(1, "per-ip")), opts...)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			for range 3 {
+				func() {
+					defer func() {
+						if r := recover(); r != boom {
+							t.Errorf("recovered %v, want the panic %q", r, boom)
+						}
+					}()
+					r := httptest.NewRequest("GET", "/", nil)
+					r.Header.Set(guardtest.TriggerHeader, tt.trigger)
+					do(h, r)
+				}()
+			}
+			if rec := do(h, httptest.NewRequest("GET", "/", nil)); rec.Code != 200 {
+				t.Errorf("the next request = %d, want 200: the panicking ones left no charge", rec.Code)
+			}
+		})
 	}
 }
 

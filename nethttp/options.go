@@ -11,7 +11,8 @@ import (
 
 // An Option configures the middleware. It is a guard.Option: every option
 // of package guard works here too; those below are the same options, or
-// their translations to net/http types.
+// their translations to net/http types. An option given a nil function
+// makes New panic, naming the option: leave it out for its default.
 type Option = guard.Option
 
 // WithKeyFunc sets the key function, over *http.Request: who is limited.
@@ -23,11 +24,11 @@ type Option = guard.Option
 //
 // A key function's error, or an empty key, fails the request with 400
 // (see guard.ErrorStatus); it never passes unlimited. For the
-// framework-neutral functions of keyfuncs, use WithKey. A nil fn means
-// the default. Default: keyfuncs.IP(), the peer address.
+// framework-neutral functions of keyfuncs, use WithKey. Default:
+// keyfuncs.IP(), the peer address.
 func WithKeyFunc(fn func(r *http.Request) (string, error)) Option {
 	if fn == nil {
-		return guard.WithKey(nil)
+		return guard.Invalid("WithKeyFunc", "nil function")
 	}
 	return guard.WithKey(KeyFunc(fn))
 }
@@ -44,8 +45,8 @@ func WithKey(fn keyfuncs.Func) Option { return guard.WithKey(fn) }
 
 // WithRule adds a further limiter applied to its own key, after lim: see
 // guard.WithRule. Use KeyFunc for a key function over *http.Request, and
-// guard.Optional to exempt requests without the key. A nil fn means
-// keyfuncs.IP(). Default: none.
+// guard.Optional to exempt requests without the key, and keyfuncs.IP()
+// for a rule per client address. Default: none.
 func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option { return guard.WithRule(lim, fn) }
 
 // WithCost sets the static cost of every request. Default: 1.
@@ -54,12 +55,18 @@ func WithCost(n int64) Option { return guard.WithCost(n) }
 // WithCostFunc computes the cost of each request; see guard.WithCostFunc.
 // Default: none.
 func WithCostFunc(fn func(r *http.Request) (int64, error)) Option {
+	if fn == nil {
+		return guard.Invalid("WithCostFunc", "nil function")
+	}
 	return guard.WithCostFunc(func(r keyfuncs.Request) (int64, error) { return fn(Request(r)) })
 }
 
 // WithSkip passes requests for which fn reports true straight to the
 // handler, unlimited and without headers. Default: none.
 func WithSkip(fn func(r *http.Request) bool) Option {
+	if fn == nil {
+		return guard.Invalid("WithSkip", "nil function")
+	}
 	return guard.WithSkip(func(r keyfuncs.Request) bool { return fn(Request(r)) })
 }
 
@@ -67,6 +74,9 @@ func WithSkip(fn func(r *http.Request) bool) Option {
 // headers and Retry-After already set on w and writes the status and body.
 // Default: guard.DefaultDeniedHandler, 429 with a problem+json body.
 func WithDeniedHandler(h func(w http.ResponseWriter, r *http.Request, d *guard.Denial)) Option {
+	if h == nil {
+		return guard.Invalid("WithDeniedHandler", "nil function")
+	}
 	return guard.WithDeniedHandler(func(w guard.Writer, r keyfuncs.Request, d *guard.Denial) error {
 		x, ok := w.(*writer)
 		if !ok {
@@ -81,6 +91,9 @@ func WithDeniedHandler(h func(w http.ResponseWriter, r *http.Request, d *guard.D
 // decided; err wraps guard.ErrKey, ErrCost, ErrLimiter or ErrWait. h must
 // not send err's text to the client. Default: guard.DefaultErrorHandler.
 func WithErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	if h == nil {
+		return guard.Invalid("WithErrorHandler", "nil function")
+	}
 	return guard.WithErrorHandler(func(w guard.Writer, r keyfuncs.Request, err error) error {
 		x, ok := w.(*writer)
 		if !ok {
@@ -116,10 +129,16 @@ func WithResponseCost(fn func(guard.Result) int64) Option { return guard.WithRes
 
 // WithOnDenied calls fn for every denial, dry run included. Default: none.
 func WithOnDenied(fn func(r *http.Request, d *guard.Denial)) Option {
+	if fn == nil {
+		return guard.Invalid("WithOnDenied", "nil function")
+	}
 	return guard.WithOnDenied(func(r keyfuncs.Request, d *guard.Denial) { fn(Request(r), d) })
 }
 
 // WithOnError calls fn with every error, for logs. Default: none.
 func WithOnError(fn func(r *http.Request, err error)) Option {
+	if fn == nil {
+		return guard.Invalid("WithOnError", "nil function")
+	}
 	return guard.WithOnError(func(r keyfuncs.Request, err error) { fn(Request(r), err) })
 }

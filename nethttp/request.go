@@ -43,7 +43,12 @@ func Request(r keyfuncs.Request) *http.Request {
 //	nethttp.WithRule(userLim, guard.Optional(nethttp.KeyFunc(func(r *http.Request) (string, error) {
 //		return userFrom(r.Context()), nil
 //	})))
+//
+// KeyFunc(nil) is nil, which WithKey and WithRule reject.
 func KeyFunc(fn func(r *http.Request) (string, error)) keyfuncs.Func {
+	if fn == nil {
+		return nil
+	}
 	return func(r keyfuncs.Request) (string, error) {
 		hr := Request(r)
 		if hr == nil {

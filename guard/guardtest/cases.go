@@ -112,6 +112,16 @@ func Cases() []Case {
 			},
 		},
 		{
+			Name:           "under FailOpen a failing store lets requests pass, listing the configured policies without a RateLimit item",
+			Limits:         []core.Limit{fixed(1, minute, "per-minute"), fixed(3, time.Hour, "per-hour")},
+			Store:          func() core.Store { return FailingStore{} },
+			LimiterOptions: []core.Option{core.WithFailurePolicy(core.FailOpen)},
+			Steps: []Step{
+				{Status: 200, Body: "ok", Want: header(hPolicy, `"per-minute";q=1;w=60, "per-hour";q=3;w=3600`, hLimit, notFound, hRetry, notFound, hType, plain)},
+				{Status: 200, Body: "ok", Want: header(hPolicy, `"per-minute";q=1;w=60, "per-hour";q=3;w=3600`, hLimit, notFound)},
+			},
+		},
+		{
 			Name:    "dry run lets would-be denials pass, with headers and without Retry-After",
 			Limits:  []core.Limit{fixed(1, minute, "per-minute")},
 			Options: opts(guard.WithDryRun(true)),

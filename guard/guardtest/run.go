@@ -38,6 +38,9 @@ type Case struct {
 	// Store, when set, returns the store of Config.Limiter (and of the
 	// rules); default: a memstore on the case's clock.
 	Store func() core.Store
+	// LimiterOptions are further options of Config.Limiter and of the
+	// rules' limiters, e.g. a failure policy.
+	LimiterOptions []core.Option
 	// Options returns the case's options; rules are built from lims,
 	// limiters over the same store and clock as Config.Limiter.
 	Options func(lims func(...core.Limit) *core.Limiter) []guard.Option
@@ -92,7 +95,7 @@ func runCase(t *testing.T, c *Case, build func(*testing.T, Config) http.Handler,
 		st = ms
 	}
 	lims := func(ls ...core.Limit) *core.Limiter {
-		opts := []core.Option{core.WithClock(clock)}
+		opts := append([]core.Option{core.WithClock(clock)}, c.LimiterOptions...)
 		for _, l := range ls {
 			opts = append(opts, l)
 		}
