@@ -40,7 +40,7 @@ import (
 // (a call that times out is one failure among thousands, and its successors
 // succeed); a stall of tens of milliseconds costs the calls caught in it
 // (at most one timeout each) and nothing more; a store that hangs is
-// skipped within MinOutage (3 timeouts, 150 ms), one that refuses
+// skipped within MinOutage (3 timeouts, 300 ms), one that refuses
 // connections at the first refusal.
 type Breaker struct {
 	// Consecutive is the run of consecutive failures that opens the
@@ -60,7 +60,9 @@ type Breaker struct {
 	// MinCalls of them, that opens the breaker; at most 1. Default: 0.5.
 	FailureRate float64
 	// CoolDown is how long an open breaker skips the store before one call
-	// probes it. Default: 1s.
+	// probes it: a store that comes back is used again within it. Probes
+	// are single calls, so a short cool-down costs a dead store little.
+	// Default: 250ms.
 	CoolDown time.Duration
 	// Disabled turns the breaker off: every call goes to the store, and
 	// each failure is answered by the failure policy on its own.
@@ -74,7 +76,7 @@ const (
 	DefaultBreakerWindow      = 10 * time.Second
 	DefaultBreakerMinCalls    = 20
 	DefaultBreakerFailureRate = 0.5
-	DefaultBreakerCoolDown    = time.Second
+	DefaultBreakerCoolDown    = 250 * time.Millisecond
 )
 
 // WithBreaker configures the circuit breaker (see Breaker); zero fields
@@ -301,4 +303,87 @@ func (b *breaker) changed(from, to BreakerState, cause error) {
 func refused(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
 		errors.Is(err, syscall.ENETUNREACH)
+}
+
+// A Partitioned store keeps its keys in parts that fail independently, such
+// as the masters of a Redis Cluster. A Limiter keeps a circuit breaker per
+// part, so that a part that fails costs only the keys it holds: calls for
+// the other parts go on as usual.
+type Partitioned interface {
+	// Part returns the name of the part that holds key in scope (a node's
+	// address, say), or "" when it cannot tell. It must be quick and safe
+	// for concurrent use. A key's part may change (a failover moves keys to
+	// another node, whose breaker starts closed). A Limiter keeps the
+	// breakers of at most 1024 parts; further parts share the breaker of
+	// part "".
+	Part(scope, key string) string
+}
+
+// breakers holds the breakers of a Limiter: one, or one per part of a
+// Partitioned store.
+type breakers struct {
+	conf     Breaker
+	timeout  time.Duration
+	onChange func(part string, from, to BreakerState, cause error)
+	parts    Partitioned // nil: one breaker
+	whole    *breaker    // the breaker of part "" (all of a store that is not Partitioned)
+
+	mu     sync.Mutex
+	byPart atomic.Pointer[map[string]*breaker] // copied on write: parts are few and stable
+}
+
+func newBreakers(conf Breaker, timeout time.Duration, store Store, onChange func(part string, from, to BreakerState, cause error)) *breakers {
+	bs := &breakers{conf: conf, timeout: timeout, onChange: onChange}
+	bs.parts, _ = store.(Partitioned)
+	bs.whole = bs.make("")
+	return bs
+}
+
+func (bs *breakers) make(part string) *breaker {
+	var fn func(from, to BreakerState, cause error)
+	if bs.onChange != nil {
+		fn = func(from, to BreakerState, cause error) { bs.onChange(part, from, to, cause) }
+	}
+	return newBreaker(bs.conf, bs.timeout, fn)
+}
+
+// maxParts bounds the breakers kept per Limiter: past it, parts share the
+// breaker of the whole store.
+const maxParts = 1024
+
+// of returns the breaker of the part holding op's key.
+func (bs *breakers) of(op *Op) *breaker {
+	if bs.parts == nil {
+		return bs.whole
+	}
+	part := bs.parts.Part(op.Scope, op.Key)
+	if part == "" {
+		return bs.whole
+	}
+	if m := bs.byPart.Load(); m != nil {
+		if b, ok := (*m)[part]; ok {
+			return b
+		}
+	}
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	old := bs.byPart.Load()
+	if old != nil {
+		if b, ok := (*old)[part]; ok {
+			return b
+		}
+		if len(*old) >= maxParts {
+			return bs.whole
+		}
+	}
+	m := make(map[string]*breaker, 1)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	b := bs.make(part)
+	m[part] = b
+	bs.byPart.Store(&m)
+	return b
 }

@@ -29,7 +29,7 @@ type Limiter struct {
 	fbLimits    []Limit // limits under Fallback with FleetSize: the share of each
 	hook        func(ctx context.Context, key string, err error)
 	breakerConf Breaker
-	breaker     *breaker // nil: off, or InProcess
+	breakers    *breakers // nil: off, or InProcess
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -121,7 +121,7 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 		l.fbLimits = shareOf(l.limits, l.policy.fleet)
 	}
 	if !l.inProcess && !l.breakerConf.Disabled {
-		l.breaker = newBreaker(l.breakerConf, l.timeout, nil)
+		l.breakers = newBreakers(l.breakerConf, l.timeout, store, nil)
 	}
 	return l, nil
 }

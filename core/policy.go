@@ -8,8 +8,10 @@ import (
 )
 
 // DefaultTimeout bounds each store call of a Limiter whose store is not
-// InProcess (WithTimeout).
-const DefaultTimeout = 50 * time.Millisecond
+// InProcess (WithTimeout). A healthy Redis answers in about a millisecond;
+// the rest is headroom for a loaded machine (a client process that is
+// descheduled, a collection), so that load alone never times a call out.
+const DefaultTimeout = 100 * time.Millisecond
 
 // InProcess is implemented by stores that keep their state in the process
 // and never block on I/O, such as memstore. A Limiter calls them directly:
@@ -164,7 +166,10 @@ func isFailure(ctx context.Context, err error) bool {
 // remote applies op on a store that is not InProcess: through the breaker,
 // under the timeout, with the failure policy.
 func (l *Limiter) remote(ctx context.Context, op *Op) (Decision, error) {
-	b := l.breaker
+	var b *breaker
+	if l.breakers != nil {
+		b = l.breakers.of(op)
+	}
 	var start int64
 	if b != nil {
 		start = b.now()

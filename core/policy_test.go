@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -410,5 +412,44 @@ func TestFallbackAcrossTheStartOfAnOutage(t *testing.T) {
 	hammer()
 	if want := quota + fleet*(quota/fleet); admitted != want {
 		t.Errorf("across the start of the outage the fleet admitted %d in one window, want %d (at most twice the quota)", admitted, want)
+	}
+}
+
+// partedStore is a Partitioned store whose keys starting with "a" live in
+// part "A", which fails, and the others in part "B", which does not.
+type partedStore struct {
+	flakyStore
+	callsA, callsB atomic.Int64
+}
+
+func (s *partedStore) Part(_, key string) string {
+	if strings.HasPrefix(key, "a") {
+		return "A"
+	}
+	return "B"
+}
+
+func (s *partedStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+	if s.Part(op.Scope, op.Key) == "A" {
+		s.callsA.Add(1)
+		return core.Decision{}, fmt.Errorf("node A: %w", refusedErr)
+	}
+	s.callsB.Add(1)
+	return s.flakyStore.Apply(ctx, op)
+}
+
+// A part that fails opens its own breaker: the others keep deciding.
+func TestBreakerPerPart(t *testing.T) {
+	s := &partedStore{}
+	lim, _ := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithBreaker(core.Breaker{CoolDown: time.Hour}))
+	for i := range 20 {
+		lim.Allow(context.Background(), "a"+strconv.Itoa(i))
+		d, err := lim.Allow(context.Background(), "b"+strconv.Itoa(i))
+		if err != nil || d.Source != core.FromStore {
+			t.Fatalf("Allow(b%d) beside a failing part = %+v, %v; want the store's decision", i, d, err)
+		}
+	}
+	if s.callsA.Load() != 1 || s.callsB.Load() != 20 {
+		t.Errorf("part A called %d times (want 1: its breaker opened), part B %d times (want 20)", s.callsA.Load(), s.callsB.Load())
 	}
 }

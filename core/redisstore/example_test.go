@@ -29,7 +29,7 @@ func ExampleNew() {
 	defer fallback.Close()
 	lim, err := core.New(store,
 		core.PerMinute(100), core.PerHour(1000).WithAlgorithm(core.GCRA),
-		core.WithTimeout(50*time.Millisecond),
+		core.WithTimeout(100*time.Millisecond),                             // the default
 		core.WithFailurePolicy(core.Fallback(fallback, core.FleetSize(4))), // 4 instances share the quota
 		core.WithErrorHook(func(ctx context.Context, key string, err error) { log.Printf("rate limiter: %v", err) }),
 	)

@@ -43,7 +43,7 @@ func newApp(rdb *redis.Client, prefix string, logger *log.Logger) (http.Handler,
 
 	// Store failures are reported here, never to the client. While the
 	// circuit breaker is open (after a refused connection, failures lasting
-	// three timeouts, or half the calls failing; a probe each second) every
+	// three timeouts, or half the calls failing; a probe each 250 ms) every
 	// skipped call is reported too: sample or count them in production.
 	logFailure := core.WithErrorHook(func(ctx context.Context, key string, err error) {
 		logger.Printf("rate limiter store failed for %q: %v", key, err)
@@ -53,7 +53,7 @@ func newApp(rdb *redis.Client, prefix string, logger *log.Logger) (http.Handler,
 		// limit, for a fleet of 4 instances. core.FailOpen would let every
 		// request through instead.
 		core.WithFailurePolicy(core.Fallback(fallback, core.FleetSize(4))),
-		core.WithTimeout(50*time.Millisecond), // the most a decision waits for Redis (the default)
+		core.WithTimeout(100*time.Millisecond), // the most a decision waits for Redis (the default)
 		logFailure,
 	)
 	if err != nil {
