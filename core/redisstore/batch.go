@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,19 +89,22 @@ func (s *Store) finish(c *call, v any, err error) {
 
 // batcher coalesces concurrent scripts into pipelines: workers goroutines
 // each take one waiting call, then every other call already waiting (up to
-// size), and send them in one pipeline. Nothing waits for a batch to fill.
+// size), and send them in one pipeline with client. Nothing waits for a
+// batch to fill.
 type batcher struct {
-	s      *Store
-	size   int
-	queue  chan *call
-	stop   chan struct{} // closed by close
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	s             *Store
+	client        Client
+	size, workers int
+	queue         chan *call
+	stop          chan struct{} // closed by close
+	ctx           context.Context
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
-func newBatcher(s *Store, size, workers int) *batcher {
-	b := &batcher{s: s, size: size, queue: make(chan *call, size*workers), stop: make(chan struct{})}
+func newBatcher(s *Store, client Client, size, workers int) *batcher {
+	b := &batcher{s: s, client: client, size: size, workers: workers,
+		queue: make(chan *call, size*workers), stop: make(chan struct{})}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.wg.Add(workers)
 	for range workers {
@@ -157,14 +161,15 @@ func (b *batcher) work() {
 				break fill
 			}
 		}
-		b.s.send(b.ctx, batch)
+		b.s.send(b.ctx, b.client, batch)
 	}
 }
 
 // send runs the live calls of batch (those whose callers still wait) in one
-// pipeline, and answers each. The pipeline's context ends lateGrace after
-// the latest deadline of its callers (if every one has one), or with base.
-func (s *Store) send(base context.Context, batch []*call) {
+// pipeline with client, and answers each. The pipeline's context ends
+// lateGrace after the latest deadline of its callers (if every one has
+// one), or with base.
+func (s *Store) send(base context.Context, client Client, batch []*call) {
 	live := batch[:0]
 	var latest time.Time
 	bounded := true
@@ -192,51 +197,116 @@ func (s *Store) send(base context.Context, batch []*call) {
 	for _, c := range live {
 		s.stamp(c)
 	}
-	if len(live) == 1 {
-		c := live[0]
-		v, err := run(ctx, s.client, c.script, c.keys, c.args)
-		s.clock.observe(v)
-		if errors.Is(err, context.Canceled) && base.Err() != nil {
-			err = core.ErrClosed
-		}
-		s.finish(c, v, err)
-		return
-	}
 	cmds := make([]*redis.Cmd, len(live))
-	pipe := s.client.Pipeline()
+	pipe := client.Pipeline()
 	for i, c := range live {
 		cmds[i] = pipe.EvalSha(ctx, c.script.sha, c.keys, c.args...)
+		c.once.cmd.Store(cmds[i])
 	}
+	wait := s.waitFor(pipe, ctx, live)
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	var again []int
+	var reload, redirect []int
 	for i, cmd := range cmds {
-		if isNoScript(cmd.Err()) {
-			again = append(again, i)
+		switch err := cmd.Err(); {
+		case isNoScript(err):
+			reload = append(reload, i)
+		case client != s.client && notRun(err):
+			redirect = append(redirect, i)
 		}
 	}
-	if len(again) > 0 { // the server lost the script: EVAL loads it again
-		pipe = s.client.Pipeline()
-		for _, i := range again {
+	if len(reload) > 0 { // the server lost the script: EVAL loads it again
+		pipe = client.Pipeline()
+		for _, i := range reload {
 			rearm(live[i].args)
 			cmds[i] = pipe.Eval(ctx, live[i].script.src, live[i].keys, live[i].args...)
+			live[i].once.cmd.Store(cmds[i])
+		}
+		if w := s.waitFor(pipe, ctx, live); w != nil { // the EVALs come after the first WAIT
+			wait = w
 		}
 		_, _ = pipe.Exec(ctx)
+		for _, i := range reload {
+			if client != s.client && notRun(cmds[i].Err()) {
+				redirect = append(redirect, i)
+			}
+		}
 	}
+	if len(redirect) > 0 {
+		// A node refused without running them (the slot moved, the node is
+		// loading or no master any more): the cluster client follows the
+		// redirects and retries.
+		pipe = s.client.Pipeline()
+		for _, i := range redirect {
+			rearm(live[i].args)
+			cmds[i] = pipe.EvalSha(ctx, live[i].script.sha, live[i].keys, live[i].args...)
+			live[i].once.cmd.Store(cmds[i])
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, i := range redirect {
+			if isNoScript(cmds[i].Err()) {
+				cmds[i] = s.evalOne(ctx, live[i])
+			}
+		}
+		s.lanes.cluster.ReloadState(ctx)
+	}
+	var failed bool
 	for i, c := range live {
 		v, err := cmds[i].Result()
 		s.clock.observe(v)
+		if err == nil && wait != nil && c.op.Kind != core.Peek && !s.replicated(wait, redirect, i) {
+			err = ErrNotReplicated
+		}
 		if errors.Is(err, context.Canceled) && base.Err() != nil {
 			err = core.ErrClosed
 		}
+		failed = failed || transport(err)
 		s.finish(c, v, err)
 	}
+	if failed {
+		s.lanes.failed(client)
+	}
+}
+
+// evalOne runs c's script with EVAL (loading it) through the store's own
+// client.
+func (s *Store) evalOne(ctx context.Context, c *call) *redis.Cmd {
+	rearm(c.args)
+	pipe := s.client.Pipeline()
+	cmd := pipe.Eval(ctx, c.script.src, c.keys, c.args...)
+	c.once.cmd.Store(cmd)
+	_, _ = pipe.Exec(ctx)
+	return cmd
 }
 
 // direct runs c on its own, from a goroutine of its own, for a store
 // without batching: the caller returns at its deadline, and the reply is
 // still read after it.
-func (s *Store) direct(ctx context.Context, c *call) (any, error) {
+func (s *Store) direct(ctx context.Context, client Client, c *call) (any, error) {
 	c.ctx, c.done = ctx, make(chan result, 1)
-	go s.send(context.Background(), []*call{c})
+	go s.send(context.Background(), client, []*call{c})
 	return c.wait(ctx)
+}
+
+// waitFor adds WAIT to pipe, with WithWait, when calls has a state-changing
+// operation: it returns when as many replicas as asked acknowledged every
+// write before it on the connection, or after the timeout. Else it returns
+// nil.
+func (s *Store) waitFor(pipe redis.Pipeliner, ctx context.Context, calls []*call) *redis.Cmd {
+	if s.waitN == 0 {
+		return nil
+	}
+	for _, c := range calls {
+		if c.op.Kind != core.Peek {
+			return pipe.Do(ctx, "WAIT", s.waitN, s.waitMS)
+		}
+	}
+	return nil
+}
+
+// replicated reports whether WAIT's reply w acknowledges the operation of
+// call i: enough replicas acknowledged, and the call was not redirected to
+// another connection.
+func (s *Store) replicated(w *redis.Cmd, redirect []int, i int) bool {
+	n, err := w.Int64()
+	return err == nil && n >= int64(s.waitN) && !slices.Contains(redirect, i)
 }

@@ -104,28 +104,34 @@ func chaosLimiter(t *testing.T, s core.Store, policy core.FailurePolicy, ty *tal
 	return lim
 }
 
-// One stall of 60 ms under light load (4 callers, a call every 2 ms each,
+// A stall of Redis under light load (4 callers, a call every 2 ms each,
 // default options, FailOpen) costs the calls caught in it: at most 20
-// decisions made by the failure policy. The breaker stays closed.
+// decisions made by the failure policy, for a stall of 60 ms (shorter than
+// the timeout: none) or of 250 ms (longer, but shorter than the breaker's
+// MinOutage). The breaker stays closed.
 func TestStallCostsAFewPolicyDecisions(t *testing.T) {
-	srv := startServer(t)
-	c := redis.NewClient(clientOptions(srv.addr))
-	defer c.Close()
-	var ty tally
-	lim := chaosLimiter(t, newStore(t, c), core.FailOpen, &ty)
-	stop := ty.load(lim, 4, 2*time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
-	srv.signal(syscall.SIGSTOP)
-	time.Sleep(60 * time.Millisecond)
-	srv.signal(syscall.SIGCONT)
-	time.Sleep(500 * time.Millisecond)
-	stop()
-	t.Log(ty.String())
-	if p := ty.policy.Load(); p > 20 {
-		t.Errorf("a 60ms stall put %d decisions under the failure policy, want at most 20", p)
-	}
-	if ty.store.Load() < 100 || ty.errs.Load() != 0 {
-		t.Errorf("%v: want the store deciding before and after the stall, and no error under FailOpen", ty.String())
+	for _, stall := range []time.Duration{60 * time.Millisecond, 250 * time.Millisecond} {
+		t.Run(stall.String(), func(t *testing.T) {
+			srv := startServer(t)
+			c := redis.NewClient(clientOptions(srv.addr))
+			defer c.Close()
+			var ty tally
+			lim := chaosLimiter(t, newStore(t, c), core.FailOpen, &ty)
+			stop := ty.load(lim, 4, 2*time.Millisecond)
+			time.Sleep(300 * time.Millisecond)
+			srv.signal(syscall.SIGSTOP)
+			time.Sleep(stall)
+			srv.signal(syscall.SIGCONT)
+			time.Sleep(500 * time.Millisecond)
+			stop()
+			t.Log(ty.String())
+			if p := ty.policy.Load(); p > 20 {
+				t.Errorf("a %v stall put %d decisions under the failure policy, want at most 20", stall, p)
+			}
+			if ty.store.Load() < 100 || ty.errs.Load() != 0 {
+				t.Errorf("%v: want the store deciding before and after the stall, and no error under FailOpen", ty.String())
+			}
+		})
 	}
 }
 

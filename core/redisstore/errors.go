@@ -20,6 +20,11 @@ var (
 	// deadline, which the script therefore refused: it changed nothing. The
 	// Limiter treats it as a timeout.
 	ErrExpired = fmt.Errorf("redisstore: operation refused past its deadline: %w", context.DeadlineExceeded)
+	// ErrNotReplicated reports, with WithWait, an operation that ran on the
+	// master but was not acknowledged by enough replicas in time: a
+	// failover could lose it. The Limiter treats it as a failure; the
+	// master keeps the change.
+	ErrNotReplicated = errors.New("redisstore: operation not acknowledged by enough replicas")
 	// ErrResent reports a state-changing operation that go-redis was about
 	// to send a second time, after the first send failed in a way that
 	// leaves unknown whether it ran (such as a connection closed before the

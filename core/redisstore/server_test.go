@@ -20,6 +20,8 @@ type server struct {
 	t    testing.TB
 	addr string
 	dir  string
+	conf string   // a configuration file to start with, or ""
+	args []string // beyond the port, bind address and persistence
 	cmd  *exec.Cmd
 }
 
@@ -54,7 +56,12 @@ func freeAddr(t testing.TB) string {
 func (s *server) start() {
 	s.t.Helper()
 	_, port, _ := net.SplitHostPort(s.addr)
-	s.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir)
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(append(args, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir), s.args...)
+	s.cmd = exec.Command("redis-server", args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}

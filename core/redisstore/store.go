@@ -49,11 +49,13 @@ type Store struct {
 	maxKeyLen int
 	margin    int64 // ms
 	opTTL     int64 // ms; 0: no operation records
+	waitN     int   // WithWait: replicas that must acknowledge a change; 0: none
+	waitMS    int64 // WithWait: how long to wait for them, ms
 
 	opBase string // random per store: operation ids are opBase + a counter
 	opSeq  atomic.Uint64
 
-	batch  *batcher // nil when batching is off
+	lanes  *lanes // the nodes' queues (nodes.go)
 	closed atomic.Bool
 	clock  *serverClock // the server's clock, for deadlines (deadline.go)
 
@@ -98,6 +100,8 @@ type config struct {
 	margin, opTTL    time.Duration
 	maxKeyLen        int
 	batch, batchSize int
+	waitN            int
+	waitFor          time.Duration
 }
 
 // WithPrefix sets the prefix of every key the store writes. It must not
@@ -124,6 +128,27 @@ func WithMargin(d time.Duration) Option { return func(c *config) { c.margin = d 
 // key per state-changing decision. 0, the default, turns them off: go-redis
 // is then never let send a state-changing operation twice (ErrResent).
 func WithOpTTL(d time.Duration) Option { return func(c *config) { c.opTTL = d } }
+
+// WithWait makes every state-changing operation durable against a
+// failover: each pipeline of operations ends with WAIT replicas timeout (on
+// the same connection, so in the same round trip), and an operation is
+// answered only once replicas replicas have acknowledged it. If fewer did
+// within timeout, its call fails with ErrNotReplicated, and the Limiter's
+// failure policy answers; the master keeps the change, so a failure errs
+// on the side of the limit (a decision answered as failed may still count,
+// never the reverse). An operation that a Cluster redirected to another
+// node on the way (a slot moving) fails the same way, since WAIT covers
+// only the connection it was sent on.
+//
+// Without it, replication is asynchronous: a master that dies takes with
+// it the changes it acknowledged but had not yet sent to its replicas, and
+// the replica promoted in its place admits them again (see the package
+// doc). The price is a replica's acknowledgement per pipeline: see
+// BENCHMARKS.md. timeout should be well below the Limiter's timeout.
+// replicas ≥ 1 and timeout > 0, or replicas = 0 (the default) for none.
+func WithWait(replicas int, timeout time.Duration) Option {
+	return func(c *config) { c.waitN, c.waitFor = replicas, timeout }
+}
 
 // WithMaxKeyLen makes user keys longer than n bytes be replaced, in Redis
 // key names, by their SHA-256. Default: DefaultMaxKeyLen.
@@ -164,6 +189,8 @@ func New(client Client, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: negative operation TTL %v", ErrConfig, c.opTTL)
 	case c.maxKeyLen < 1:
 		return nil, fmt.Errorf("%w: maximum key length %d", ErrConfig, c.maxKeyLen)
+	case c.waitN < 0 || (c.waitN > 0 && c.waitFor <= 0):
+		return nil, fmt.Errorf("%w: WithWait(%d, %v): want replicas ≥ 1 and a positive timeout, or 0", ErrConfig, c.waitN, c.waitFor)
 	case c.batch < 0 || c.batchSize < 0:
 		return nil, fmt.Errorf("%w: WithBatching(%d, %d): negative", ErrConfig, c.batchSize, c.batch)
 	case c.batch > 0 && c.batchSize < 1:
@@ -177,13 +204,13 @@ func New(client Client, opts ...Option) (*Store, error) {
 		maxKeyLen:  c.maxKeyLen,
 		margin:     ceilMillis(c.margin),
 		opTTL:      ceilMillis(c.opTTL),
+		waitN:      c.waitN,
+		waitMS:     ceilMillis(c.waitFor),
 		opBase:     hex.EncodeToString(seed[:]) + ".",
 		maxScripts: maxScripts,
 		clock:      newServerClock(),
 	}
-	if c.batch > 0 {
-		s.batch = newBatcher(s, c.batchSize, c.batch)
-	}
+	s.lanes = newLanes(s, client, c.batchSize, c.batch)
 	return s, nil
 }
 
@@ -215,10 +242,10 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 	c := s.newCall(&op)
 	var reply any
 	var err error
-	if s.batch != nil {
-		reply, err = s.batch.do(ctx, c)
+	if l := s.lanes.of(c.keys[0]); l.batch != nil {
+		reply, err = l.batch.do(ctx, c)
 	} else {
-		reply, err = s.direct(ctx, c)
+		reply, err = s.direct(ctx, l.client, c)
 	}
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
@@ -464,7 +491,7 @@ func (s *Store) compensate(c *call, v any) {
 		ctx, cancel := context.WithTimeout(context.Background(), lateGrace)
 		defer cancel()
 		u := s.newCall(&op)
-		if _, err := s.direct(ctx, u); err != nil {
+		if _, err := s.direct(ctx, s.lanes.of(u.keys[0]).client, u); err != nil {
 			s.undoFailed.Add(1)
 			return
 		}
@@ -495,9 +522,15 @@ func run(ctx context.Context, c Client, sc *script, keys []string, args []any) (
 // so the second encoding is a second send, which could charge twice if the
 // first ran. It fails that encoding with ErrResent, which go-redis does not
 // retry.
+//
+// A command that Redis refused without running it (notRun: a redirect, a
+// cluster in transition, NOSCRIPT) may be sent again, by go-redis's own
+// retries or by the store's: cmd is the command that carries the kind, and
+// its error after the previous send tells.
 type sendOnce struct {
 	sent atomic.Bool
 	kind []byte
+	cmd  atomic.Pointer[redis.Cmd]
 }
 
 var kindArgs = [...][]byte{core.Take: []byte("0"), core.Peek: []byte("1"), core.Charge: []byte("2"),
@@ -505,7 +538,9 @@ var kindArgs = [...][]byte{core.Take: []byte("0"), core.Peek: []byte("1"), core.
 
 func (o *sendOnce) MarshalBinary() ([]byte, error) {
 	if o.sent.Swap(true) {
-		return nil, ErrResent
+		if cmd := o.cmd.Load(); cmd == nil || !notRun(cmd.Err()) {
+			return nil, ErrResent
+		}
 	}
 	return o.kind, nil
 }
@@ -646,11 +681,21 @@ func micros(us int64) time.Duration {
 func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.closed.Store(true)
-		if s.batch != nil {
-			s.batch.close()
-		}
+		s.lanes.close()
 	})
 	return nil
 }
 
 var _ core.Store = (*Store)(nil)
+
+// Part implements core.Partitioned: on a Redis Cluster, the address of the
+// master that holds key in scope, so that the Limiter keeps a circuit
+// breaker per master; "" on other clients.
+func (s *Store) Part(scope, key string) string {
+	if s.lanes.cluster == nil {
+		return ""
+	}
+	return s.lanes.part(s.stateKey(scope, key))
+}
+
+var _ core.Partitioned = (*Store)(nil)
