@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// Bounds that Validate enforces. They keep every intermediate product of the
-// algorithms below 2^53, so the in-memory store (int64) and the Redis store
-// (Lua doubles) compute bit-identical decisions.
+// Bounds that Validate enforces. With the choice of a time unit (see the
+// package doc) they keep the algorithms' values within 2^53, so the
+// in-memory store (int64) and the Redis store (Lua doubles) compute
+// bit-identical decisions.
 const (
 	// MaxPeriod is the longest Period: 400 days.
 	MaxPeriod = 400 * 24 * time.Hour
