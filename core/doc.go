@@ -29,14 +29,28 @@
 //	GCRA            max(TAT, t) + c·T − B·T ≤ t, T = P/Q
 //	LeakyBucket     GCRA's condition; served after Delay = max(TAT−t, 0)
 //
-// Time is integer microseconds and every comparison is exact integer
-// arithmetic, never a float division: the sliding window compares products,
-// the token bucket counts tokens × P so that a refill of Q/P per µs is Q per
-// µs, and GCRA keeps TAT as whole ticks plus a remainder over Q. Limits
-// whose products could pass 2^47 compute in a coarser tick (10µs … 1s) and
-// post-hoc debt saturates at DebtFactor × capacity, so that every
-// intermediate value stays below 2^53, where IEEE doubles (Lua's numbers)
-// are exact too. Limit.Validate rejects what cannot be computed exactly.
+// Time is integer microseconds and every comparison is integer arithmetic,
+// never a float division: the sliding window compares products, the token
+// bucket counts tokens × P so that a refill of Q/P per µs is Q per µs, and
+// GCRA keeps TAT as whole ticks plus a remainder over Q. Post-hoc debt
+// saturates at DebtFactor × capacity.
+//
+// Decisions are exact when Capacity × Period is at most 2^47µs. Beyond,
+// SlidingWindow, TokenBucket, GCRA and LeakyBucket count time in ticks of
+// 10^k µs (10µs … 1s), rounded so that no decision is more permissive than
+// exact arithmetic: a call counts time up to the tick boundary before it,
+// which can make it more conservative by the refill of one tick (or, for
+// SlidingWindow, the previous window's weight over one tick), and a charge
+// never gains the refill between that boundary and now (rounding leaves a
+// bucket short of exact by less than 1/(Period in ticks) of a token).
+//
+// The ticks, the debt cap and Validate's bounds (MaxQuota, MaxPeriod) keep
+// the numbers the Redis store's Lua computes with, IEEE doubles, within
+// 2^53, where they are exact integers too. The only values that can pass
+// it are then clamped to a bound within it, or compared with one far below
+// them (a sliding window's weighted usage, with Q·P ≤ 2^47): rounding
+// cannot change the outcome. Limit.Validate rejects limits whose Capacity ×
+// Period no tick that divides Period (up to 1s) brings within 2^47.
 //
 // # Stores and the Limiter
 //

@@ -9,7 +9,10 @@ import "math/bits"
 //	debt = Q·(A − t) + B = Q·max(TAT − t, 0)
 //
 // and cost c passes when debt + c·P ≤ B·P (Burst × Period), which is
-// max(TAT, t) + c·T − Burst·T ≤ t multiplied by Q.
+// max(TAT, t) + c·T − Burst·T ≤ t multiplied by Q. On a coarse tick t is
+// tt, the tick boundary before now, where the debt is never less than at
+// now and at most one tick's refill more; gcraAdd keeps a charge from
+// gaining the refill between tt and now.
 
 func gcraRoll(sh *shape, st *State, now int64) {
 	tt := sh.tt
@@ -21,12 +24,16 @@ func gcraRoll(sh *shape, st *State, now int64) {
 	}
 }
 
-// gcraDebt returns Q·(TAT − t), capped at debtCap·P; over reports that the
-// true debt is above the cap (only possible for a clock behind the one that
-// wrote the state).
+// gcraCap is the most debt a charge leaves at tick tt: debtCap·P at now,
+// which is sh.rc more at tt.
+func (sh *shape) gcraCap() int64 { return sh.debtCap()*sh.pt + sh.rc }
+
+// gcraDebt returns Q·(TAT − t) at tick t = tt, capped at gcraCap; over
+// reports that the true debt is above the cap (only possible for a clock
+// behind the one that wrote the state).
 func gcraDebt(sh *shape, st *State) (tt, debt int64, over bool) {
 	tt = sh.tt
-	limit := sh.debtCap() * sh.pt
+	limit := sh.gcraCap()
 	hi, lo := bits.Mul64(uint64(st.A-tt), uint64(sh.q)) // st.A ≥ tt after roll
 	if hi != 0 || lo > uint64(limit) || int64(lo)+st.B > limit {
 		return tt, limit, true
@@ -45,9 +52,11 @@ func gcraNeed(sh *shape, st *State, now, c int64) (ok bool, retry, delay int64) 
 	return true, 0, delay
 }
 
-// gcraAdd moves TAT by d·T. A charge saturates at debtCap·T past now and
-// never moves TAT back (a clock behind the writer's sees a debt above the
-// cap and leaves it); a refund comes off the stored TAT, down to now.
+// gcraAdd moves TAT by d·T. A charge is made at now: it first pulls TAT up
+// to now (a debt of sh.rc at tt), not to tick tt, so that no refill before
+// now is credited to it; it saturates at debtCap·T past now and never moves
+// TAT back (a clock behind the writer's sees a debt above the cap and
+// leaves it). A refund comes off the stored TAT, down to tick tt.
 func gcraAdd(sh *shape, st *State, d int64) {
 	if d < 0 {
 		num := st.B + d*sh.pt
@@ -61,7 +70,7 @@ func gcraAdd(sh *shape, st *State, d int64) {
 	if over {
 		return
 	}
-	debt = min(debt+d*sh.pt, sh.debtCap()*sh.pt)
+	debt = min(max(debt, sh.rc)+d*sh.pt, sh.gcraCap())
 	st.A, st.B = tt+floorDiv(debt, sh.q), floorMod(debt, sh.q)
 }
 

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// Bounds that Validate enforces. They keep every intermediate product of the
-// algorithms below 2^53, so the in-memory store (int64) and the Redis store
-// (Lua doubles) compute bit-identical decisions.
+// Bounds that Validate enforces. With the choice of a time unit (see the
+// package doc) they keep the algorithms' values within 2^53, so the
+// in-memory store (int64) and the Redis store (Lua doubles) compute
+// bit-identical decisions.
 const (
 	// MaxPeriod is the longest Period: 400 days.
 	MaxPeriod = 400 * 24 * time.Hour
@@ -181,8 +182,9 @@ type shape struct {
 	id   uint64
 
 	// Position of the current call, set by roll.
-	tt int64 // now in ticks
+	tt int64 // now in ticks, rounded down
 	e  int64 // SlidingWindow: ticks elapsed in window st.A
+	rc int64 // rated algorithms: refill since tick tt, rounded up (see since)
 }
 
 // compile validates l's numbers and converts them to integer units. It does
@@ -234,7 +236,8 @@ func (l *Limit) compile(s *shape) error {
 		s.n = s.p / s.prec
 	case SlidingWindow, TokenBucket, GCRA, LeakyBucket:
 		// Products capacity × period must stay under productBound; long
-		// periods with large quotas compute in a coarser time unit.
+		// periods with large quotas compute in a coarser time unit, rounded
+		// never to be more permissive than exact (see roll and since).
 		if hi, lo := bits.Mul64(uint64(s.cap), uint64(s.p)); hi == 0 && lo <= productBound {
 			break // the common case: microseconds
 		}

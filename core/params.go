@@ -10,8 +10,9 @@ type Params struct {
 	Capacity  int64     // most cost that can pass at once (Limit.Capacity)
 	Period    int64     // P in µs
 	// Tick is the time unit of SlidingWindow, TokenBucket, GCRA and
-	// LeakyBucket, in µs: 1 unless Capacity × Period is very large, then a
-	// power of ten up to 1s. PeriodTicks is Period in ticks.
+	// LeakyBucket, in µs: 1 unless Capacity × Period passes 2^47µs, then the
+	// least power of ten up to 1s that divides Period and brings Capacity ×
+	// Period in ticks within 2^47. PeriodTicks is Period in ticks.
 	Tick, PeriodTicks int64
 	// Precision is the BucketedWindow bucket size in µs and Buckets the
 	// number of buckets per Period; 0 for the other algorithms.

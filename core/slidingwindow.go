@@ -1,13 +1,17 @@
 package core
 
-// SlidingWindow, in ticks of sh.tick µs (1µs unless Quota × Period is very
-// large). State: A = window number w of the current window, B = previous
+// SlidingWindow, in ticks of sh.tick µs (1µs unless Quota × Period passes
+// 2^47µs). State: A = window number w of the current window, B = previous
 // window's count, C = current window's count. With e the ticks elapsed in
 // the current window, the weighted usage, scaled by P, is
 //
 //	used = prev·(P−e) + cur·P
 //
-// and cost c passes when used + c·P ≤ Q·P. All products stay below 2^53.
+// and cost c passes when used + c·P ≤ Q·P. Windows start on tick
+// boundaries, so w and the counts are exact; e is rounded down to a whole
+// tick, which weighs the previous window more: never more permissive than
+// exact arithmetic. Each product stays within 2^53; their sum may pass it,
+// but only far beyond Q·P ≤ 2^47, where a rounded sum decides alike.
 
 // slidingRoll moves the windows up to now and records in sh.e the ticks
 // elapsed in the current window. Dividing is needed only when more than one

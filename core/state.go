@@ -50,6 +50,18 @@ func (sh *shape) ticks(now int64) int64 {
 	return floorDiv(now, sh.tick)
 }
 
+// since returns the refill between tick tt and now, in units of tokens ×
+// (P in ticks), rounded up: ⌈r·Q/tick⌉ for the r µs since the tick boundary,
+// 0 on a boundary. The rated algorithms measure usage at tick tt, which is
+// never less than at now, but they must not credit that refill to a charge
+// made at now: see tokenAdd and gcraAdd. With Q = qh·tick + ql no product
+// passes 2^53.
+func (sh *shape) since(now int64) int64 {
+	r := now - sh.tt*sh.tick
+	qh, ql := sh.q/sh.tick, sh.q%sh.tick
+	return r*qh + ceilDiv(r*ql, sh.tick)
+}
+
 // debtCap is the most usage a limit can carry: DebtFactor × capacity.
 func (sh *shape) debtCap() int64 { return DebtFactor * sh.cap }
 
@@ -57,6 +69,10 @@ func (sh *shape) debtCap() int64 { return DebtFactor * sh.cap }
 // the call's position in sh.
 func (sh *shape) roll(st *State, now int64) {
 	sh.tt = sh.ticks(now)
+	sh.rc = 0
+	if sh.tick != 1 && sh.alg.rated() {
+		sh.rc = sh.since(now)
+	}
 	switch sh.alg {
 	case FixedWindow:
 		fixedRoll(sh, st, now)

@@ -280,9 +280,10 @@ func TestHugeRefundAfterChargesInTwoWindows(t *testing.T) {
 	}
 }
 
-// Limits with huge quotas compute in a coarse tick and stay exact in it.
+// Limits with huge quotas compute in a coarse tick: decisions count time in
+// whole ticks, never more permissively than exact arithmetic.
 func TestHugeQuotaOnCoarseTicks(t *testing.T) {
-	const ms = time.Millisecond
+	const ms, us = time.Millisecond, time.Microsecond
 	t.Run("a billion a day refills on whole seconds", func(t *testing.T) {
 		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
 			l := core.PerDay(1_000_000_000).WithAlgorithm(alg) // tick 1s
@@ -307,6 +308,57 @@ func TestHugeQuotaOnCoarseTicks(t *testing.T) {
 			{"the next token waits ⌈86.4ms⌉", 0, core.Take, 1, denied(0, 24*time.Hour, 87*ms)},
 			{"and has arrived then", 87 * ms, core.Take, 1, ok(0, 24*time.Hour)}, // 87·1e6 − 86.4e6 = 0.6e6 left over
 		})
+	})
+	// Between tick boundaries the refill since the last boundary is not
+	// counted yet; it must not be credited later to a bucket drained at now,
+	// which exact arithmetic would have held full until now.
+	t.Run("ten million a day drained between ticks refills from then", func(t *testing.T) {
+		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
+			// Tick 10ms: Q = 1e7 per tick in tokens × 8.64e6 (P in ticks),
+			// 1.1574 tokens a tick, 1000 units (0.0001157 tokens) a µs.
+			l := core.PerDay(10_000_000).WithAlgorithm(alg)
+			t.Run(alg.String(), func(t *testing.T) {
+				runTable(t, l, []row{
+					// Full until 9999µs: empty then, full again 24h later,
+					// which ticks round up to 24h + 1µs.
+					{"the whole burst passes 1µs before a tick boundary", 9999 * us, core.Take, 10_000_000, ok(0, 24*time.Hour+us)},
+					{"at the boundary 1µs of refill is no token yet", 10 * ms, core.Take, 1, denied(0, 24*time.Hour, 10*ms)},
+					// 10001µs of refill: 1.1575 tokens, 0.1575 left.
+					{"a tick later one token is there", 20 * ms, core.Take, 1, ok(0, 24*time.Hour)},
+				})
+			})
+		}
+	})
+	t.Run("MaxQuota a second drained between ticks refills from then", func(t *testing.T) {
+		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
+			// Tick 1s: the whole burst refills in one tick; 1µs refills
+			// 2^47/1e6 = 140737488.36 tokens.
+			l := core.PerSecond(core.MaxQuota).WithAlgorithm(alg)
+			t.Run(alg.String(), func(t *testing.T) {
+				runTable(t, l, []row{
+					{"the whole burst passes 1µs before a second", 999_999 * us, core.Take, core.MaxQuota, ok(0, time.Second+us)},
+					{"a second later the burst is not back", time.Second, core.Take, core.MaxQuota, denied(140_737_488, time.Second, time.Second)},
+					{"nor a token more than 1µs refills", time.Second, core.Take, 140_737_489, denied(140_737_488, time.Second, time.Second)},
+					{"but what 1µs refills passes", time.Second, core.Take, 140_737_488, ok(0, time.Second)},
+				})
+			})
+		}
+	})
+	t.Run("MaxQuota a second saturated between ticks repays from then", func(t *testing.T) {
+		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
+			l := core.PerSecond(core.MaxQuota).WithAlgorithm(alg)
+			t.Run(alg.String(), func(t *testing.T) {
+				runTable(t, l, []row{
+					// Usage saturates at 64 × capacity at 999999µs: back
+					// under capacity 63s later, fully repaid 64s later
+					// (ticks round both up by 1µs).
+					{"a huge charge saturates 1µs before a second", 999_999 * us, core.Charge, math.MaxInt64, denied(0, 64*time.Second+us, 63*time.Second+us)},
+					// 63s + 1µs of refill since: 140737488.36 tokens.
+					{"at 64s the debt is not repaid a µs early", 64 * time.Second, core.Take, 140_737_489, denied(140_737_488, time.Second, time.Second)},
+					{"only to the µs", 64 * time.Second, core.Take, 140_737_488, ok(0, time.Second)},
+				})
+			})
+		}
 	})
 	t.Run("a billion a day on a sliding window", func(t *testing.T) {
 		l := core.PerDay(1_000_000_000) // tick 1s

@@ -4,6 +4,9 @@ import "math/bits"
 
 // TokenBucket, in ticks. State: A = tokens × P (in ticks), so that a refill
 // of Q per P is Q per tick, exactly; B = last refill tick. Full = B·P.
+// On a coarse tick a call counts the refill up to tt, the tick boundary
+// before now: never more than exact arithmetic, at most one tick's refill
+// less; tokenAdd keeps a charge from gaining the refill between tt and now.
 
 func tokenRoll(sh *shape, st *State, now int64) {
 	full := sh.cap * sh.pt
@@ -31,10 +34,17 @@ func tokenNeed(sh *shape, st *State, now, c int64) (bool, int64) {
 
 // tokenAdd takes d tokens (a charge may go into debt, down to
 // full − debtCap·P) or gives them back (a refund, up to full).
+//
+// A charge is made at now, but A is counted at tick tt (B = tt after roll),
+// which on a coarse tick lies sh.rc of refill before now. A later call
+// counts that refill from tt, so A must leave room for it: a bucket that it
+// would fill by now is full at now and holds at most full − rc at tt, and a
+// debt saturates at debtCap at now, rc beyond it at tt. Else a later call
+// would be credited refill that exact arithmetic wastes on a full bucket.
 func tokenAdd(sh *shape, st *State, d int64) {
 	full := sh.cap * sh.pt
 	if d > 0 {
-		st.A = max(st.A-d*sh.pt, full-sh.debtCap()*sh.pt)
+		st.A = max(min(st.A, full-sh.rc)-d*sh.pt, full-sh.debtCap()*sh.pt-sh.rc)
 		return
 	}
 	st.A = min(st.A-d*sh.pt, full)

@@ -171,7 +171,9 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 		end
 		tt = now
 		if tick ~= 1 then tt = fdiv(now, tick) end
-		e = 0 -- SlidingWindow: ticks into the window; GCRA, LeakyBucket: the debt
+		-- e: SlidingWindow's ticks into the window; GCRA's, LeakyBucket's debt
+		-- less Q.
+		e = 0
 		local ok = cost <= cap
 		if alg == 1 then -- FIXED: fresh, roll, need
 			local p = pt * tick
@@ -198,12 +200,12 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 			if not blob then A, B, C = full, tt, 0 end
 			A = min(A, full)
 			if tt > B then
-				-- A product past 2^53 is rounded, but then it is past full − A too.
-				if (tt - B) * q >= full - A then
-					A = full
-				else
-					A = A + (tt - B) * q
-				end
+				-- The first tick's refill first, so that full − A stays within
+				-- 2^53 (see the general path's roll). A product past 2^53 is
+				-- rounded, but then it is past full − A too.
+				A = A + q
+				local x = (tt - B - 1) * q
+				if x >= full - A then A = full else A = A + x end
 				B = tt
 			end
 			ok = ok and A >= cost * pt
@@ -211,18 +213,27 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 			if not blob then A, B, C = tt, 0, 0 end
 			if B >= q then B = q - 1 end
 			if A < tt then A, B = tt, 0 end
-			-- The debt Q·(TAT − t), capped at m·P (at the cap a charge changes
-			-- nothing, whether the true debt is at it or past it). Both tests
-			-- are exact: the products they avoid could round to the cap.
-			local mp = debtf * cap * pt
-			local dt = A - tt
-			if dt > fdiv(mp, q) then
-				e = mp
+			-- e: the debt Q·(TAT − t) less Q, capped at the most a charge
+			-- leaves (m·P + rc, rc the refill since tick tt) less Q: gdebt
+			-- in the general path. At the cap a charge changes nothing,
+			-- whether the true debt is at it or past it.
+			local rc = 0
+			if tick ~= 1 then
+				local r, qh = now - tt * tick, fdiv(q, tick)
+				rc = r * qh + cdiv(r * (q - qh * tick), tick)
+			end
+			local lim = debtf * cap * pt + (rc - q)
+			local dt = A - tt - 1
+			if dt < 0 then
+				e = B - q
+				if e > lim then e = lim end
+			elseif dt > fdiv(lim, q) then
+				e = lim
 			else
 				local x = dt * q
-				if B > mp - x then e = mp else e = x + B end
+				if B > lim - x then e = lim else e = x + B end
 			end
-			ok = ok and e + (cost - cap) * pt <= 0
+			ok = ok and e + (cost - cap) * pt <= -q
 		end
 		all = all and ok
 		if st then
@@ -254,17 +265,25 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 				elseif B > 0 then
 					reset = (A + 1) * (pt * tick) - now
 				end
-			elseif alg == 4 then -- TOKEN
-				local full = cap * pt
-				if d ~= 0 then A = max(A - d * pt, full - m * pt) end
-				if A < full then reset = B * tick - now + cdiv(full - A, q) * tick end
-			else -- GCRA, LEAKY
-				if d ~= 0 and e < m * pt then
-					e = min(e + d * pt, m * pt)
-					local k = fdiv(e, q)
-					A, B = tt + k, e - k * q
+			else -- TOKEN, GCRA, LEAKY: rc as in the first loop
+				local rc = 0
+				if tick ~= 1 and d ~= 0 then
+					local r, qh = now - tt * tick, fdiv(q, tick)
+					rc = r * qh + cdiv(r * (q - qh * tick), tick)
 				end
-				if e ~= 0 then reset = tt * tick - now + cdiv(e, q) * tick end
+				if alg == 4 then -- TOKEN
+					local full = cap * pt
+					if d ~= 0 then A = max(min(A, full - rc) - d * pt, (full - m * pt) - rc) end
+					if A < full then reset = B * tick - now + (cdiv(full - (A + q), q) + 1) * tick end
+				else -- GCRA, LEAKY
+					local lim = m * pt + (rc - q)
+					if d ~= 0 and e < lim then
+						e = min(max(e, rc - q) + d * pt, lim)
+						local k = fdiv(e, q)
+						A, B = tt + 1 + k, e - k * q
+					end
+					if e > -q then reset = (tt + 1) * tick - now + cdiv(e, q) * tick end
+				end
 			end
 			if reset > keep then keep = reset end
 			local rec = pack('<I4I4ddd', idh, idl, A, B, C)
@@ -314,11 +333,13 @@ local function packout(out)
 end
 
 -- One table per limit: its parameters (core.Params), its state (core.State:
--- A, B, C), the call's position (tt: now in ticks; e: SlidingWindow ticks
--- into the window) and, for logs, the view of the stored list: its key,
--- length, entries dropped from its head since it was read, entries read (by
--- index in the stored list, from 0) and whether it is stale (belongs to a
--- discarded state). Functions take the table: no upvalues to capture.
+-- A, B, C), the call's position (tt: now in ticks, rounded down; e:
+-- SlidingWindow ticks into the window; rc: the rated algorithms' refill
+-- since tick tt, rounded up, as core's shape.since) and, for logs, the view
+-- of the stored list: its key, length, entries dropped from its head since
+-- it was read, entries read (by index in the stored list, from 0) and
+-- whether it is stale (belongs to a discarded state). Functions take the
+-- table: no upvalues to capture.
 local L, haslog = {}, false
 local k = 1 -- KEYS index of the last log so far
 if opttl > 0 then k = 2 end
@@ -332,7 +353,7 @@ for i = 1, n do
 		alg = alg, q = q, cap = cap, tick = tick, pt = pt,
 		p = pt * tick, m = debtf * cap, -- m is core's debtCap
 		prec = prec, nb = nb, idh = idh, idl = idl,
-		A = false, B = 0, C = 0, tt = 0, e = 0, ok = false, wait = 0,
+		A = false, B = 0, C = 0, tt = 0, e = 0, rc = 0, ok = false, wait = 0,
 		key = log and KEYS[k], len = 0, head = 0, cache = log and {}, stale = log,
 	}
 end
@@ -448,6 +469,11 @@ local function roll(s)
 	local alg = s.alg
 	local tt = ticks(s, now)
 	s.tt = tt
+	if s.tick ~= 1 and alg >= TOKEN then
+		local q, tick = s.q, s.tick
+		local r, qh = now - tt * tick, fdiv(q, tick)
+		s.rc = r * qh + cdiv(r * (q - qh * tick), tick)
+	end
 	if alg == FIXED then
 		if now >= (s.A + 1) * s.p then
 			s.A, s.B = fdiv(now, s.p), 0
@@ -477,12 +503,13 @@ local function roll(s)
 		local full = s.cap * s.pt
 		s.A = min(s.A, full)
 		if tt > s.B then
-			-- A product past 2^53 is rounded, but then it is past full − A too.
-			if (tt - s.B) * s.q >= full - s.A then
-				s.A = full
-			else
-				s.A = s.A + (tt - s.B) * s.q
-			end
+			-- The first tick's refill first: a charge on a coarse tick may
+			-- leave A up to rc ≤ Q below full − m·P, where full − A can pass
+			-- 2^53; full − (A + Q) cannot. A product past 2^53 is rounded,
+			-- but then it is past full − A too.
+			s.A = s.A + s.q
+			local x = (tt - s.B - 1) * s.q
+			if x >= full - s.A then s.A = full else s.A = s.A + x end
 			s.B = tt
 		end
 	else
@@ -491,14 +518,23 @@ local function roll(s)
 	end
 end
 
--- gdebt returns Q·(TAT − t), capped at m·P, and whether the true debt is
--- above the cap (a clock behind the one that wrote the state). Both tests
--- are exact: the products they avoid could round to the cap.
+-- gdebt returns core's gcraDebt less Q (one tick's refill): Q·(TAT − t −
+-- 1 tick) for t = tt, capped at the most a charge leaves (m·P + rc) less Q,
+-- and whether the true debt is above that cap (a clock behind the one that
+-- wrote the state). Less Q, because the cap can pass 2^53 by rc ≤ Q; the
+-- debt less Q is at least −Q, as TAT ≥ tt after roll. The tests are exact:
+-- the products they avoid could round to the cap.
 local function gdebt(s)
-	local limit = s.m * s.pt
-	local dt = s.A - s.tt
-	if dt > fdiv(limit, s.q) then return limit, true end
-	local x = dt * s.q
+	local q = s.q
+	local limit = s.m * s.pt + (s.rc - q)
+	local dt = s.A - s.tt - 1
+	if dt < 0 then
+		local x = s.B - q
+		if x > limit then return limit, true end
+		return x, false
+	end
+	if dt > fdiv(limit, q) then return limit, true end
+	local x = dt * q
 	if s.B > limit - x then return limit, true end
 	return x + s.B, false
 end
@@ -535,15 +571,17 @@ local function need(s, c)
 		return false, -1
 	elseif alg == TOKEN then
 		if s.A >= c * s.pt then return true, 0 end
-		return false, s.B * s.tick - now + cdiv(c * s.pt - s.A, s.q) * s.tick
+		-- ⌈(c·P − A)/Q⌉ ticks, as 1 + ⌈(c·P − (A + Q))/Q⌉: below 2^53.
+		return false, s.B * s.tick - now + (cdiv(c * s.pt - (s.A + s.q), s.q) + 1) * s.tick
 	end
-	local tt, debt = s.tt, gdebt(s)
+	-- GCRA, LEAKY, with the debt and the excess less Q (gdebt).
+	local start, debt = (s.tt + 1) * s.tick - now, gdebt(s)
 	local excess = debt + (c - s.cap) * s.pt
-	if excess > 0 then
-		return false, tt * s.tick - now + cdiv(excess, s.q) * s.tick
+	if excess > -s.q then
+		return false, start + cdiv(excess, s.q) * s.tick
 	end
-	if alg == LEAKY and debt > 0 then
-		return true, max(tt * s.tick - now + cdiv(debt, s.q) * s.tick, 0)
+	if alg == LEAKY and debt > -s.q then
+		return true, max(start + cdiv(debt, s.q) * s.tick, 0)
 	end
 	return true, 0
 end
@@ -605,15 +643,18 @@ local function add(s, d)
 			end
 		end
 	elseif alg == TOKEN then
+		-- A charge counts from now: at most full at now (full − rc at tick
+		-- tt), and saturated at m at now (core's tokenAdd).
 		local full = s.cap * s.pt
 		if d > 0 then
-			s.A = max(s.A - d * s.pt, full - m * s.pt)
+			s.A = max(min(s.A, full - s.rc) - d * s.pt, (full - m * s.pt) - s.rc)
 		else
 			s.A = min(s.A - d * s.pt, full)
 		end
 	else
-		-- A refund comes off the stored TAT, down to now; a charge saturates
-		-- at m·T past now and never moves TAT back.
+		-- A refund comes off the stored TAT, down to tick tt; a charge pulls
+		-- TAT up to now (a debt of rc at tt), saturates at m·T past now and
+		-- never moves TAT back (core's gcraAdd; debts less Q, as gdebt's).
 		local q = s.q
 		if d < 0 then
 			local num = s.B + d * s.pt
@@ -623,8 +664,8 @@ local function add(s, d)
 		end
 		local debt, over = gdebt(s)
 		if over then return end
-		debt = min(debt + d * s.pt, m * s.pt)
-		s.A, s.B = s.tt + fdiv(debt, q), fmod(debt, q)
+		debt = min(max(debt, s.rc - q) + d * s.pt, m * s.pt + (s.rc - q))
+		s.A, s.B = s.tt + 1 + fdiv(debt, q), fmod(debt, q)
 	end
 end
 
@@ -649,12 +690,12 @@ local function report(s)
 		local full = s.cap * s.pt
 		local rem = max(fdiv(s.A, s.pt), 0)
 		if s.A >= full then return rem, 0 end
-		return rem, s.B * s.tick - now + cdiv(full - s.A, q) * s.tick
+		return rem, s.B * s.tick - now + (cdiv(full - (s.A + q), q) + 1) * s.tick
 	end
-	local debt = gdebt(s)
-	local rem = max(fdiv(s.cap * s.pt - debt, s.pt), 0)
-	if debt == 0 then return rem, 0 end
-	return rem, s.tt * s.tick - now + cdiv(debt, q) * s.tick
+	local debt = gdebt(s) -- less Q
+	local rem = max(fdiv((s.cap * s.pt - q) - debt, s.pt), 0)
+	if debt <= -q then return rem, 0 end
+	return rem, (s.tt + 1) * s.tick - now + cdiv(debt, q) * s.tick
 end
 
 -- core.Step: check every limit, then change each only if all allow (Take),

@@ -127,16 +127,21 @@ func randomKind(r *rand.Rand) core.Kind {
 // even traces on a store that runs a specialized script for every layout
 // without logs (fastpath.go), odd ones on a store that runs only the
 // generic script.
-func TestDifferentialMemstore(t *testing.T) {
+func TestDifferentialMemstore(t *testing.T) { differential(t, 300, randomLimit) }
+
+// differential runs the traces of TestDifferentialMemstore, with limits
+// from newLimit. TRACES sets their number; TRACE and SEED, from a failure's
+// message, replay one.
+func differential(t *testing.T, traces int, newLimit func(*rand.Rand) core.Limit) {
 	c := newClient(t)
 	special, plain := newStore(t, c), newStore(t, c)
 	special.maxScripts, plain.maxScripts = maxArgCache, 0
-	traces, ops := 300, 60
+	ops := 60
 	if os.Getenv("TRACES") != "" {
 		traces, _ = strconv.Atoi(os.Getenv("TRACES"))
 	}
 	if testing.Short() {
-		traces = 60
+		traces /= 5
 	}
 	base := uint64(time.Now().UnixNano())
 	for tr := range traces {
@@ -149,15 +154,43 @@ func TestDifferentialMemstore(t *testing.T) {
 		if tr%2 == 1 {
 			rs = plain
 		}
-		differentialTrace(t, rs, tr, seed, ops)
+		differentialTrace(t, rs, tr, seed, ops, newLimit)
 		if os.Getenv("SEED") != "" {
 			return
 		}
 	}
 }
 
-// differentialTrace runs trace number tr of seed on rs and on a memstore.
-func differentialTrace(t *testing.T, rs *Store, tr int, seed uint64, ops int) {
+// coarseLimit returns a valid limit that computes in a tick coarser than
+// 1µs: TokenBucket, GCRA, LeakyBucket or SlidingWindow with a huge
+// Capacity × Period, up to MaxQuota per second, where the debt a charge
+// leaves at a tick boundary passes 2^53 by the refill since it.
+func coarseLimit(r *rand.Rand) core.Limit {
+	algs := []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.SlidingWindow}
+	periods := []time.Duration{time.Second, 1500 * time.Millisecond, time.Minute, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour}
+	quotas := []int64{1_000_000, 10_000_000, 1 << 30, 1 << 40, core.MaxQuota - 1, core.MaxQuota}
+	for {
+		l := core.Limit{
+			Algorithm: algs[r.IntN(len(algs))],
+			Quota:     quotas[r.IntN(len(quotas))],
+			Period:    periods[r.IntN(len(periods))],
+		}
+		if r.IntN(3) == 0 {
+			l.Burst = []int64{l.Quota / 3, l.Quota * 2, core.MaxQuota}[r.IntN(3)]
+		}
+		if p, err := l.Params(); err == nil && p.Tick > 1 && !tooLong(l) {
+			return l
+		}
+	}
+}
+
+// TestDifferentialCoarseTicks is TestDifferentialMemstore on limits of
+// coarse ticks only, whose arithmetic comes nearest to 2^53.
+func TestDifferentialCoarseTicks(t *testing.T) { differential(t, 200, coarseLimit) }
+
+// differentialTrace runs trace number tr of seed, with limits from
+// newLimit, on rs and on a memstore.
+func differentialTrace(t *testing.T, rs *Store, tr int, seed uint64, ops int, newLimit func(*rand.Rand) core.Limit) {
 	t.Helper()
 	ctx := context.Background()
 	{
@@ -169,7 +202,7 @@ func differentialTrace(t *testing.T, rs *Store, tr int, seed uint64, ops int) {
 		}
 		limits := make([]core.Limit, n)
 		for i := range limits {
-			limits[i] = randomLimit(r)
+			limits[i] = newLimit(r)
 		}
 		// A second set of limits on the same key, as another Limiter (an
 		// app-wide limit and a route's) would apply: some of the first set,
@@ -182,7 +215,7 @@ func differentialTrace(t *testing.T, rs *Store, tr int, seed uint64, ops int) {
 			}
 		}
 		for range r.IntN(3) {
-			limits2 = append(limits2, randomLimit(r))
+			limits2 = append(limits2, newLimit(r))
 		}
 		if len(limits2) == 0 {
 			limits2 = append(limits2, limits[0])

@@ -24,9 +24,11 @@
 // decisions on a key interleave, whichever process makes them. The script
 // is a port of core.Step: the limits' numbers come from core.Limit.Params
 // (the same time unit, capacity and layout identity as Step's), states are
-// the same core.State values, and all arithmetic is on integers below 2^53,
-// where Lua's doubles are exact (divisions are corrected for rounding;
-// sums that could pass 2^53 are reordered). The storetest suite and a
+// the same core.State values, and all arithmetic is on integers within
+// 2^53, where Lua's doubles are exact (divisions are corrected for
+// rounding; sums that could pass 2^53 are reordered, and the few values that
+// still may are clamped to a bound within it or compared with one far below
+// them, which rounding cannot change). The storetest suite and a
 // differential test against memstore hold its decisions equal to Step's,
 // field by field. Invalid operations are rejected in Go, before any I/O,
 // with core's errors.

@@ -118,10 +118,12 @@ func stripComments(s string) string {
 
 // Per-limit steps of the fast path, as in apply.lua's generic fast path,
 // with @A@, @B@, @C@ (the state), @t@ (now in ticks) and @e@ (SlidingWindow's
-// ticks into the window; GCRA's and LeakyBucket's debt) naming the limit's
-// locals, and {name} its numbers. check brings the state to now and ands
-// the limit's verdict into ok; change adds d (0 unless the op is an
-// admitted Take) and sets reset, the µs until fully replenished.
+// ticks into the window; GCRA's and LeakyBucket's debt less Q) naming the
+// limit's locals, and {name} its numbers, or for a rated limit on a coarse
+// tick an expression of them and of its local rc (see replacer). check
+// brings the state to now and ands the limit's verdict into ok; change adds
+// d (0 unless the op is an admitted Take) and sets reset, the µs until fully
+// replenished.
 var (
 	checks = map[core.Algorithm]string{
 		core.FixedWindow: `
@@ -151,11 +153,9 @@ ok = ok and @B@ * ({pt} - @e@) + @C@ * {pt} + cost * {pt} <= {qpt}
 if not blob then @A@, @B@, @C@ = {full}, @t@, 0 end
 @A@ = min(@A@, {full})
 if @t@ > @B@ then
-	if (@t@ - @B@) * {q} >= {full} - @A@ then
-		@A@ = {full}
-	else
-		@A@ = @A@ + (@t@ - @B@) * {q}
-	end
+	@A@ = @A@ + {q}
+	local x = (@t@ - @B@ - 1) * {q}
+	if x >= {full} - @A@ then @A@ = {full} else @A@ = @A@ + x end
 	@B@ = @t@
 end
 ok = ok and @A@ >= cost * {pt}
@@ -165,15 +165,18 @@ if not blob then @A@, @B@, @C@ = @t@, 0, 0 end
 if @B@ >= {q} then @B@ = {q} - 1 end
 if @A@ < @t@ then @A@, @B@ = @t@, 0 end
 do
-	local dt = @A@ - @t@
-	if dt > {mpq} then
-		@e@ = {mp}
+	local dt = @A@ - @t@ - 1
+	if dt < 0 then
+		@e@ = @B@ - {q}
+		if @e@ > {lim} then @e@ = {lim} end
+	elseif dt > {limq} then
+		@e@ = {lim}
 	else
 		local x = dt * {q}
-		if @B@ > {mp} - x then @e@ = {mp} else @e@ = x + @B@ end
+		if @B@ > {lim} - x then @e@ = {lim} else @e@ = x + @B@ end
 	end
 end
-ok = ok and @e@ + (cost - {cap}) * {pt} <= 0
+ok = ok and @e@ + (cost - {cap}) * {pt} <= {negq}
 `,
 	}
 	changes = map[core.Algorithm]string{
@@ -190,16 +193,16 @@ elseif @B@ > 0 then
 end
 `,
 		core.TokenBucket: `
-if d ~= 0 then @A@ = max(@A@ - min(d, {m}) * {pt}, {floor}) end
-if @A@ < {full} then reset = @B@ * {tick} - now + cdiv({full} - @A@, {q}) * {tick} end
+if d ~= 0 then @A@ = max(min(@A@, {fullr}) - min(d, {m}) * {pt}, {floorr}) end
+if @A@ < {full} then reset = @B@ * {tick} - now + (cdiv({full} - (@A@ + {q}), {q}) + 1) * {tick} end
 `,
 		core.GCRA: `
-if d ~= 0 and @e@ < {mp} then
-	@e@ = min(@e@ + min(d, {m}) * {pt}, {mp})
+if d ~= 0 and @e@ < {lim} then
+	@e@ = min(max(@e@, {rcq}) + min(d, {m}) * {pt}, {lim})
 	local k = fdiv(@e@, {q})
-	@A@, @B@ = @t@ + k, @e@ - k * {q}
+	@A@, @B@ = @t@ + 1 + k, @e@ - k * {q}
 end
-if @e@ ~= 0 then reset = @t@ * {tick} - now + cdiv(@e@, {q}) * {tick} end
+if @e@ > {negq} then reset = (@t@ + 1) * {tick} - now + cdiv(@e@, {q}) * {tick} end
 `,
 	}
 )
@@ -211,7 +214,7 @@ func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
 	n := len(ps)
 	locals := func(i int) []string {
 		s := strconv.Itoa(i + 1)
-		return []string{"A" + s, "B" + s, "C" + s, "t" + s, "e" + s}
+		return []string{"A" + s, "B" + s, "C" + s, "t" + s, "e" + s, "r" + s}
 	}
 	// Per limit i: its locals, its record's format, the unpacked record
 	// (h, l: the identity's halves), the test of its identity, and the
@@ -220,7 +223,7 @@ func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
 	for i, p := range ps {
 		s, l := strconv.Itoa(i+1), locals(i)
 		hi, lo := strconv.FormatUint(p.Ident>>32, 10), strconv.FormatUint(p.Ident&0xffffffff, 10)
-		vars = append(vars, l...)
+		vars = append(vars, l[:5]...)
 		ids = append(ids, "h"+s, "l"+s)
 		hl = append(hl, "h"+s, "l"+s, l[0], l[1], l[2])
 		idents = append(idents, "h"+s+" == "+hi, "l"+s+" == "+lo)
@@ -248,6 +251,16 @@ func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
 			w(l[3], " = fdiv(now, ", strconv.FormatInt(p.Tick, 10), ")\n")
 		}
 		w(l[4], " = 0\n")
+		if p.Tick != 1 && algo(p.Algorithm) != core.SlidingWindow {
+			// rc, the refill since tick t rounded up, as core's shape.since.
+			qh, ql := p.Quota/p.Tick, p.Quota%p.Tick
+			w("local ", l[5], " = now - ", l[3], " * ", strconv.FormatInt(p.Tick, 10), "\n")
+			w(l[5], " = ", l[5], " * ", strconv.FormatInt(qh, 10))
+			if ql != 0 {
+				w(" + cdiv(", l[5], " * ", strconv.FormatInt(ql, 10), ", ", strconv.FormatInt(p.Tick, 10), ")")
+			}
+			w("\n")
+		}
 		w(r.Replace(checks[algo(p.Algorithm)]))
 	}
 	w("local d, reset = 0, 0\n")
@@ -271,17 +284,41 @@ func algo(a core.Algorithm) core.Algorithm {
 }
 
 // replacer names limit p's locals l and writes its numbers, each an
-// integer of magnitude at most 2^53 (core's bound), so exact in Lua.
+// integer of magnitude at most 2^53 (core's bound), so exact in Lua. The
+// rated algorithms' numbers that depend on rc (l[5], the refill since the
+// tick boundary; 0 on a 1µs tick) are literals on a 1µs tick, else
+// expressions that keep every value below 2^53 as apply.lua does: {fullr}
+// = full − rc, {floorr} = full − m·P − rc (the saturated tokens), {lim} =
+// m·P + rc − Q (the most debt, less Q), {limq} = ⌊{lim}/Q⌋, {rcq} = rc − Q.
 func replacer(p core.Params, l []string) *strings.Replacer {
 	m := core.DebtFactor * p.Capacity
 	mp := m * p.PeriodTicks
 	full := p.Capacity * p.PeriodTicks
 	num := func(v int64) string { return strconv.FormatInt(v, 10) }
+	fullr, floorr, lim, limq, rcq := num(full), num(full-mp), num(mp-p.Quota), num(floorDiv(mp-p.Quota, p.Quota)), num(-p.Quota)
+	if p.Tick != 1 {
+		rc := l[5]
+		fullr = "(" + num(full) + " - " + rc + ")"
+		floorr = "(" + num(full-mp) + " - " + rc + ")"
+		lim = "(" + num(mp-p.Quota) + " + " + rc + ")"
+		limq = "fdiv(" + lim + ", " + num(p.Quota) + ")"
+		rcq = "(" + rc + " - " + num(p.Quota) + ")"
+	}
 	return strings.NewReplacer(
 		"@A@", l[0], "@B@", l[1], "@C@", l[2], "@t@", l[3], "@e@", l[4],
 		"{p}", num(p.Period), "{q}", num(p.Quota), "{cap}", num(p.Capacity),
 		"{pt}", num(p.PeriodTicks), "{pt2}", num(2*p.PeriodTicks), "{tick}", num(p.Tick),
 		"{qpt}", num(p.Quota*p.PeriodTicks), "{full}", num(full), "{m}", num(m),
-		"{mp}", num(mp), "{mpq}", num(mp/p.Quota), "{floor}", num(full-mp),
+		"{fullr}", fullr, "{floorr}", floorr, "{lim}", lim, "{limq}", limq, "{rcq}", rcq,
+		"{negq}", num(-p.Quota),
 	)
+}
+
+// floorDiv returns ⌊a/b⌋ for b > 0, as Lua's fdiv.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }

@@ -82,6 +82,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 	t.Run("scopes separate keys", func(t *testing.T) { testScopes(t, open(t)) })
 	t.Run("invalid input is an error and changes nothing", func(t *testing.T) { testInvalid(t, open(t)) })
 	t.Run("keys of any bytes are safe and distinct", func(t *testing.T) { testOddKeys(t, open(t)) })
+	t.Run("coarse ticks are never more permissive than exact arithmetic", func(t *testing.T) { testCoarseTicks(t, open(t)) })
 	t.Run("concurrent callers are admitted exactly the quota", func(t *testing.T) {
 		testNoOverAdmission(t, open, o.Goroutines, o.Attempts)
 	})
@@ -346,6 +347,73 @@ func testOddKeys(t *testing.T, st core.Store) {
 }
 
 func len64[T any](s []T) int64 { return int64(len(s)) }
+
+// testCoarseTicks: limits whose Capacity × Period passes 2^47µs count time
+// in ticks of 10µs to 1s. A bucket drained (or a debt saturated) between
+// two tick boundaries must refill from that instant, as exact arithmetic
+// has it, not from the boundary before it.
+func testCoarseTicks(t *testing.T, st core.Store) {
+	ctx := context.Background()
+	day := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC) // a boundary of every tick
+	const us = time.Microsecond
+	type op struct {
+		at      time.Duration // since day
+		kind    core.Kind
+		cost    int64
+		allowed bool
+		rem     int64 // Remaining
+	}
+	tests := []struct {
+		name  string
+		limit core.Limit
+		ops   []op
+	}{
+		{
+			// Tick 10ms, in which 1.1574 tokens refill; 1µs refills
+			// 0.0001157 of a token.
+			"ten million a day drained 1µs before a tick boundary", core.PerDay(10_000_000), []op{
+				{9999 * us, core.Take, 10_000_000, true, 0},
+				{10_000 * us, core.Take, 1, false, 0},
+				{20_000 * us, core.Take, 1, true, 0}, // 1.1575 tokens refilled
+			},
+		},
+		{
+			// Tick 1s, in which the whole burst refills; 1µs refills
+			// 2^47/1e6 = 140737488.36 tokens.
+			"MaxQuota a second drained 1µs before a second", core.PerSecond(core.MaxQuota), []op{
+				{999_999 * us, core.Take, core.MaxQuota, true, 0},
+				{time.Second, core.Take, core.MaxQuota, false, 140_737_488},
+				{time.Second, core.Take, 140_737_489, false, 140_737_488},
+				{time.Second, core.Take, 140_737_488, true, 0},
+			},
+		},
+		{
+			// Usage saturates at DebtFactor × capacity at 999999µs: 63s
+			// and 1µs of refill later, 140737488.36 tokens are back.
+			"MaxQuota a second saturated 1µs before a second", core.PerSecond(core.MaxQuota), []op{
+				{999_999 * us, core.Charge, math.MaxInt64, false, 0},
+				{63*time.Second + 999_999*us, core.Take, 1, false, 0},
+				{64 * time.Second, core.Take, 140_737_489, false, 140_737_488},
+				{64 * time.Second, core.Take, 140_737_488, true, 0},
+			},
+		},
+	}
+	for _, tt := range tests {
+		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket} {
+			l := tt.limit.WithAlgorithm(alg)
+			key := "coarse " + tt.name + " " + alg.String()
+			for i, o := range tt.ops {
+				d, err := st.Apply(ctx, core.Op{Kind: o.kind, Key: key, Limits: []core.Limit{l}, Cost: o.cost, Now: day.Add(o.at)})
+				if err != nil {
+					t.Fatalf("%s, %v, op %d: Apply error: %v", tt.name, alg, i, err)
+				}
+				if d.Allowed != o.allowed || d.Remaining != o.rem {
+					t.Errorf("%s, %v: %s(+%v, %d) = allowed %v, %d remaining; want %v, %d", tt.name, alg, o.kind, o.at, o.cost, d.Allowed, d.Remaining, o.allowed, o.rem)
+				}
+			}
+		}
+	}
+}
 
 // testNoOverAdmission hammers one key from many goroutines at a frozen
 // instant, where every algorithm admits exactly ⌊capacity / cost⌋.
