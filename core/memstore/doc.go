@@ -12,5 +12,6 @@
 // changes no decision); a background sweeper removes expired keys, and Close
 // stops it. WithMaxKeys bounds the number of keys: a new key arriving at a
 // full shard evicts, among a few sampled keys, the one closest to expiry.
-// Keys longer than WithMaxKeyLen bytes are replaced by their SHA-256 digest.
+// Keys longer than WithMaxKeyLen bytes are stored under their SHA-256
+// digest, in a namespace that no shorter key can name.
 package memstore

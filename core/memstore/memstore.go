@@ -65,12 +65,17 @@ type shard struct {
 // key and layout. The first n states are those of the last operation's
 // limits, in order, and lims is that operation's Limits array, so that the
 // next operation of the same Limiter runs Step on them directly.
+//
+// An entry of a key longer than maxKeyLen is stored under the key's digest
+// with hashed set, and found only by keys that are hashed too: a short key
+// equal to a digest is another key.
 type entry struct {
 	scope   string
 	next    *entry // the entry of another scope of the same key
 	expires int64  // µs; after it every state equals a fresh one
 	lims    *core.Limit
 	n       int
+	hashed  bool // the map key is the SHA-256 digest of a long key
 	states  []core.State
 	one     [1]core.State // storage for the common single-limit case
 }
@@ -100,8 +105,10 @@ type config struct {
 // DefaultMaxKeys.
 func WithMaxKeys(n int) Option { return func(c *config) { c.maxKeys = n } }
 
-// WithMaxKeyLen makes keys longer than n bytes be replaced by their SHA-256
-// digest, so that enormous keys cost bounded memory. n ≤ 0 means the
+// WithMaxKeyLen makes keys longer than n bytes be stored under their
+// SHA-256 digest, so that enormous keys cost bounded memory. Digests live in
+// a namespace of their own: no key of n bytes or fewer, whatever its bytes
+// (a digest included), shares state with a long key. n ≤ 0 means the
 // default. Default: DefaultMaxKeyLen.
 func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 
@@ -179,20 +186,20 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (d core.Decision, err err
 	} else {
 		now = op.Now.UnixMicro()
 	}
-	key := op.Key
+	key, hashed := op.Key, false
 	if len(key) > s.maxKeyLen {
 		sum := sha256.Sum256([]byte(key))
-		key = "\x00sha256:" + string(sum[:])
+		key, hashed = string(sum[:]), true
 	}
 	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
 	sh.mu.Lock()
 	e := sh.m[key]
-	for e != nil && e.scope != op.Scope {
+	for e != nil && (e.scope != op.Scope || e.hashed != hashed) {
 		e = e.next
 	}
 	switch {
 	case e == nil:
-		d, err = s.applyNew(sh, key, &op, now)
+		d, err = s.applyNew(sh, key, hashed, &op, now)
 	case e.lims == unsafe.SliceData(op.Limits) && e.n == len(op.Limits):
 		var keep time.Duration
 		keep, err = core.StepTo(&op, now, e.states[:e.n], &d)
@@ -306,7 +313,7 @@ func taken(src []int, j int) bool {
 
 // applyNew applies op to a key with no entry, on fresh scratch states that
 // are stored only if they differ from fresh ones afterwards. sh.mu is held.
-func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
+func (s *Store) applyNew(sh *shard, key string, hashed bool, op *core.Op, now int64) (core.Decision, error) {
 	var buf [4]core.State
 	var states []core.State
 	if len(op.Limits) <= len(buf) {
@@ -324,29 +331,24 @@ func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.De
 	if sh.n >= s.perShard {
 		s.evict(sh, now)
 	}
-	e := &entry{scope: cloneString(op.Scope), expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states)}
+	e := &entry{scope: cloneString(op.Scope), expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states), hashed: hashed}
 	e.setLen(len(states))
 	copy(e.states, states)
 	if head, ok := sh.m[key]; ok {
 		e.next = head
 		sh.m[key] = e
+	} else if hashed {
+		sh.m[key] = e // a digest made for this call: no one else's memory
 	} else {
-		sh.m[cloneKey(key, op.Key)] = e
+		sh.m[cloneString(key)] = e
 	}
 	sh.n++
 	return d, nil
 }
 
-// cloneKey returns a copy of key that does not share memory with the
+// cloneString returns a copy of s that does not share memory with the
 // caller's string (which may alias a reused request buffer, as fasthttp's
-// do). A hashed key is already a fresh string.
-func cloneKey(key, orig string) string {
-	if key != orig {
-		return key
-	}
-	return cloneString(key)
-}
-
+// do).
 func cloneString(s string) string {
 	if s == "" {
 		return ""

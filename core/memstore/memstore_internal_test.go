@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"runtime"
 	"strings"
@@ -111,6 +112,46 @@ func TestLongKeysAreHashedAndStayDistinct(t *testing.T) {
 				t.Errorf("a stored key is %d bytes long, want hashed to ≤ 64", len(k))
 			}
 		}
+	}
+}
+
+// A client who can choose its key may send the very string a long key is
+// stored under, or the digest in any form: it must not share the long
+// key's state.
+func TestAHashedKeyCannotBeNamedByAShortOne(t *testing.T) {
+	lim := core.PerHour(5)
+	long := strings.Repeat("x", 1000)
+	sum := sha256.Sum256([]byte(long))
+	for _, tc := range []struct {
+		name string
+		key  func(stored string) string
+	}{
+		{"the string the long key is stored under", func(stored string) string { return stored }},
+		{"the raw digest", func(string) string { return string(sum[:]) }},
+		{"the digest behind a NUL prefix", func(string) string { return "\x00sha256:" + string(sum[:]) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(WithSweepInterval(0), WithMaxKeyLen(64))
+			defer s.Close()
+			take(t, s, long, lim)
+			take(t, s, long, lim)
+			var stored []string
+			for i := range s.shards {
+				for k := range s.shards[i].m {
+					stored = append(stored, k)
+				}
+			}
+			if len(stored) != 1 || len(stored[0]) > 64 {
+				t.Fatalf("the store holds keys %q, want one of at most 64 bytes", stored)
+			}
+			short := tc.key(stored[0])
+			if d := take(t, s, short, lim); d.Remaining != 4 {
+				t.Errorf("AllowN(%q, 1) after two of the long key: Remaining = %d, want 4 (a key of its own)", short, d.Remaining)
+			}
+			if d := take(t, s, long, lim); d.Remaining != 2 {
+				t.Errorf("third AllowN of the long key: Remaining = %d, want 2", d.Remaining)
+			}
+		})
 	}
 }
 
