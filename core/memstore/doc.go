@@ -9,9 +9,16 @@
 //
 // Memory is bounded three ways. Each key expires when all its limits are
 // fully replenished (its state then equals a fresh one, so forgetting it
-// changes no decision); a background sweeper removes expired keys, and Close
-// stops it. WithMaxKeys bounds the number of keys: a new key arriving at a
-// full shard evicts, among a few sampled keys, the one closest to expiry.
+// changes no decision); a background sweeper removes expired keys, and
+// Close stops it. A heap per shard, ordered by expiry, finds expired keys
+// without scanning the shard.
+//
+// WithMaxKeys bounds the number of keys. A new key arriving at a full shard
+// evicts losslessly first: expired keys go, and no key with usage is
+// evicted while the shard holds one. Beyond that it evicts, among 8
+// sampled keys, the one closest to expiry. Evictions counts the keys
+// evicted, LossyEvictions those that still had usage.
+//
 // Keys longer than WithMaxKeyLen bytes are stored under their SHA-256
 // digest, in a namespace that no shorter key can name.
 package memstore

@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash/maphash"
+	"math"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,17 +50,30 @@ type Store struct {
 	closeOnce sync.Once
 	stop      chan struct{}
 	done      chan struct{}
-	evictions atomic.Int64
+	evictions atomic.Int64 // all, lossy included
+	lossy     atomic.Int64
 }
 
 // shard maps a key to its entries, one per scope (core.Op.Scope), chained:
 // keying the map by the string alone keeps Go's fast path for string keys,
-// and a key usually has one scope.
+// and a key usually has one scope. heap holds every entry, chained ones
+// included, so len(heap) is the shard's number of entries.
 type shard struct {
-	mu sync.Mutex
-	m  map[string]*entry
-	n  int      // entries, chained ones included
-	_  [40]byte // 64 bytes: shards' hot words on separate cache lines
+	mu   sync.Mutex
+	m    map[string]*entry
+	heap []expiring // a min-heap on at: see expiring
+	_    [24]byte   // 64 bytes: shards' hot words on separate cache lines
+}
+
+// expiring is an entry's place in its shard's heap, which finds expired
+// entries without scanning the shard. at is at most e.expires: an
+// operation that extends an entry leaves the heap alone (the hot path does
+// no heap work), and the entry moves to its new place when at comes and it
+// turns out not to have expired. Each extension costs at most one such
+// move, so the heap's work is O(log n) per operation, amortized.
+type expiring struct {
+	at int64
+	e  *entry
 }
 
 // entry holds one key's states, one per limit layout (core.State.Ident):
@@ -75,7 +91,9 @@ type entry struct {
 	expires int64  // µs; after it every state equals a fresh one
 	lims    *core.Limit
 	n       int
-	hashed  bool // the map key is the SHA-256 digest of a long key
+	slot    int32  // index in the shard's heap
+	hashed  bool   // the map key is the SHA-256 digest of a long key
+	key     string // the map key, for removal by the heap and by eviction
 	states  []core.State
 	one     [1]core.State // storage for the common single-limit case
 }
@@ -97,12 +115,15 @@ type config struct {
 // WithMaxKeys bounds the number of live keys to at most n. The bound is
 // kept per shard (n divided evenly), so a store evicts a little before it
 // holds n keys when keys spread unevenly; small bounds use fewer shards.
-// When a new key arrives at a full shard, the store evicts, among a few
-// sampled keys, the one closest to expiry: an approximation of least
-// recently used, since every operation extends a key's expiry. Evicting a
-// key forgets its usage, so size the bound well above the keys active
-// within your longest Period. n ≤ 0 means the default. Default:
-// DefaultMaxKeys.
+//
+// A new key arriving at a full shard makes room, losslessly first: while
+// the shard holds an expired key (fully replenished, so that forgetting it
+// changes no decision), expired keys go and no other. Only a shard of live
+// keys loses usage (a lossy eviction, counted by LossyEvictions): it
+// evicts, among 8 sampled keys (all, in a shard of fewer), the one that
+// expires soonest. Evicting a key forgets its usage, so size the bound
+// well above the keys active within your longest Period, and watch
+// LossyEvictions. n ≤ 0 means the default. Default: DefaultMaxKeys.
 func WithMaxKeys(n int) Option { return func(c *config) { c.maxKeys = n } }
 
 // WithMaxKeyLen makes keys longer than n bytes be stored under their
@@ -158,7 +179,7 @@ func New(opts ...Option) *Store {
 		seed:      maphash.MakeSeed(),
 		clock:     c.clock,
 		base:      time.Now(),
-		perShard:  c.maxKeys / n,
+		perShard:  min(c.maxKeys/n, math.MaxInt32), // heap slots are int32
 		maxKeyLen: c.maxKeyLen,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -204,23 +225,23 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (d core.Decision, err err
 		var keep time.Duration
 		keep, err = core.StepTo(&op, now, e.states[:e.n], &d)
 		if err == nil {
-			e.settle(sh, key, now, keep)
+			e.settle(sh, now, keep)
 		}
 	default:
-		d, err = e.applyMixed(sh, key, &op, now)
+		d, err = e.applyMixed(sh, &op, now)
 	}
 	sh.mu.Unlock()
 	return d, err
 }
 
-// remove unlinks e from key's chain. sh.mu is held.
-func (sh *shard) remove(key string, e *entry) {
-	head := sh.m[key]
+// remove unlinks e from its key's chain and the heap. sh.mu is held.
+func (sh *shard) remove(e *entry) {
+	head := sh.m[e.key]
 	switch {
 	case head == e && e.next == nil:
-		delete(sh.m, key)
+		delete(sh.m, e.key)
 	case head == e:
-		sh.m[key] = e.next
+		sh.m[e.key] = e.next
 	default:
 		for p := head; p != nil; p = p.next {
 			if p.next == e {
@@ -229,17 +250,20 @@ func (sh *shard) remove(key string, e *entry) {
 			}
 		}
 	}
-	sh.n--
+	sh.unheap(e)
 }
 
 // settle records how long e must be kept after an operation whose states
 // are e.states[:e.n]; other layouts' states keep it at least as long as
 // before. sh.mu is held.
-func (e *entry) settle(sh *shard, key string, now int64, keep time.Duration) {
+func (e *entry) settle(sh *shard, now int64, keep time.Duration) {
 	until := now + int64(keep/time.Microsecond)
 	switch {
 	case len(e.states) == e.n && keep == 0:
-		sh.remove(key, e)
+		sh.remove(e)
+	case len(e.states) == e.n && until < e.expires: // a refund, or a clock that stepped back
+		e.expires = until
+		sh.lower(e)
 	case len(e.states) == e.n:
 		e.expires = until
 	default:
@@ -252,7 +276,7 @@ func (e *entry) settle(sh *shard, key string, now int64, keep time.Duration) {
 // them (fresh ones for layouts the key has no state for) and stores them
 // back, first and in order, so that the next op of the same limits takes
 // the fast path. Nothing changes on error. sh.mu is held.
-func (e *entry) applyMixed(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
+func (e *entry) applyMixed(sh *shard, op *core.Op, now int64) (core.Decision, error) {
 	n := len(op.Limits)
 	var buf [4]core.State
 	var from [4]int
@@ -286,7 +310,7 @@ func (e *entry) applyMixed(sh *shard, key string, op *core.Op, now int64) (core.
 	if aligned { // same layouts in the same places: a new Limits slice of equal limits
 		copy(e.states, scratch)
 		e.n, e.lims = n, unsafe.SliceData(op.Limits)
-		e.settle(sh, key, now, keep)
+		e.settle(sh, now, keep)
 		return d, nil
 	}
 	// The op's states first, in order; then the other layouts' states.
@@ -298,7 +322,7 @@ func (e *entry) applyMixed(sh *shard, key string, op *core.Op, now int64) (core.
 		}
 	}
 	e.states, e.n, e.lims = states, n, unsafe.SliceData(op.Limits)
-	e.settle(sh, key, now, keep)
+	e.settle(sh, now, keep)
 	return d, nil
 }
 
@@ -328,21 +352,22 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *core.Op, now in
 	if keep == 0 {
 		return d, nil
 	}
-	if sh.n >= s.perShard {
+	if len(sh.heap) >= s.perShard {
 		s.evict(sh, now)
 	}
 	e := &entry{scope: cloneString(op.Scope), expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states), hashed: hashed}
 	e.setLen(len(states))
 	copy(e.states, states)
-	if head, ok := sh.m[key]; ok {
-		e.next = head
-		sh.m[key] = e
-	} else if hashed {
-		sh.m[key] = e // a digest made for this call: no one else's memory
-	} else {
-		sh.m[cloneString(key)] = e
+	switch head, ok := sh.m[key]; {
+	case ok:
+		e.key, e.next = head.key, head
+	case hashed:
+		e.key = key // a digest made for this call: no one else's memory
+	default:
+		e.key = cloneString(key)
 	}
-	sh.n++
+	sh.m[e.key] = e
+	sh.push(e)
 	return d, nil
 }
 
@@ -365,27 +390,127 @@ func (e *entry) setLen(n int) {
 	e.states = make([]core.State, n)
 }
 
-// evict makes room in a full shard: an expired entry among a sample goes
-// first, else the sampled entry that expires soonest. sh.mu is held.
+// evict makes room in a full shard for one more entry (see WithMaxKeys):
+// an expired entry if there is one, else the sampled entry that expires
+// soonest. sh.mu is held.
 func (s *Store) evict(sh *shard, now int64) {
-	var victim *entry
-	var victimKey string
-	seen := 0
-	for k, head := range sh.m { // map iteration starts at a random entry
-		for e := head; e != nil; e = e.next {
-			if victim == nil || e.expires < victim.expires {
-				victim, victimKey = e, k
-			}
-			seen++
+	if sh.expire(now, 1) == 1 {
+		s.evictions.Add(1)
+		return
+	}
+	// Every entry is live: choose among evictSample distinct entries, drawn
+	// from the heap's slots by a generator clients cannot predict.
+	var buf [evictSample]int
+	picked := buf[:0]
+	if len(sh.heap) <= evictSample {
+		for i := range sh.heap {
+			picked = append(picked, i)
 		}
-		if seen >= evictSample || victim.expires <= now {
+	} else {
+		for len(picked) < evictSample {
+			if i := rand.IntN(len(sh.heap)); !slices.Contains(picked, i) {
+				picked = append(picked, i)
+			}
+		}
+	}
+	var victim *entry
+	for _, i := range picked {
+		if e := sh.heap[i].e; victim == nil || e.expires < victim.expires {
+			victim = e
+		}
+	}
+	if victim == nil {
+		return
+	}
+	sh.remove(victim)
+	s.evictions.Add(1)
+	s.lossy.Add(1)
+}
+
+// expire removes up to max entries that have expired by now, earliest
+// first, and returns how many it removed. Entries extended since they took
+// their place in the heap move to their new place on the way. sh.mu is
+// held.
+func (sh *shard) expire(now int64, max int) int {
+	removed := 0
+	for removed < max && len(sh.heap) > 0 && sh.heap[0].at <= now {
+		e := sh.heap[0].e
+		if e.expires <= now {
+			sh.remove(e)
+			removed++
+			continue
+		}
+		sh.heap[0].at = e.expires
+		sh.down(0)
+	}
+	return removed
+}
+
+// push adds e to the heap. sh.mu is held.
+func (sh *shard) push(e *entry) {
+	sh.heap = append(sh.heap, expiring{e.expires, e})
+	sh.up(len(sh.heap) - 1)
+}
+
+// unheap removes e from the heap. sh.mu is held.
+func (sh *shard) unheap(e *entry) {
+	i, last := int(e.slot), len(sh.heap)-1
+	if i != last {
+		sh.heap[i] = sh.heap[last]
+		sh.heap[i].e.slot = int32(i)
+	}
+	sh.heap[last] = expiring{} // no pointer left behind the length
+	sh.heap = sh.heap[:last]
+	if i != last {
+		sh.down(i)
+		sh.up(i)
+	}
+}
+
+// lower moves e up the heap after its expiry came earlier. sh.mu is held.
+func (sh *shard) lower(e *entry) {
+	if i := int(e.slot); sh.heap[i].at > e.expires {
+		sh.heap[i].at = e.expires
+		sh.up(i)
+	}
+}
+
+func (sh *shard) up(i int) {
+	h := sh.heap
+	x := h[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].at <= x.at {
 			break
 		}
+		h[i] = h[p]
+		h[i].e.slot = int32(i)
+		i = p
 	}
-	if victim != nil {
-		sh.remove(victimKey, victim)
-		s.evictions.Add(1)
+	h[i] = x
+	x.e.slot = int32(i)
+}
+
+func (sh *shard) down(i int) {
+	h := sh.heap
+	x := h[i]
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && h[c+1].at < h[c].at {
+			c++
+		}
+		if x.at <= h[c].at {
+			break
+		}
+		h[i] = h[c]
+		h[i].e.slot = int32(i)
+		i = c
 	}
+	h[i] = x
+	x.e.slot = int32(i)
 }
 
 // now returns the store's time in Unix µs.
@@ -403,14 +528,24 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.n
+		n += len(sh.heap)
 		sh.mu.Unlock()
 	}
 	return n
 }
 
-// Evictions returns how many keys have been evicted to honour WithMaxKeys.
+// Evictions returns how many keys have been evicted to make room for new
+// ones under WithMaxKeys: expired keys, whose eviction forgets nothing (the
+// sweeper's removals are not counted), and the keys with usage that
+// LossyEvictions counts.
 func (s *Store) Evictions() int64 { return s.evictions.Load() }
+
+// LossyEvictions returns how many of Evictions forgot a key that still had
+// usage (not yet fully replenished): such a key's next request starts from
+// a fresh state, with its whole quota. A count that grows means the
+// WithMaxKeys bound is below the keys active within a Period, or a flood
+// of distinct keys.
+func (s *Store) LossyEvictions() int64 { return s.lossy.Load() }
 
 // Sweep removes every expired key now and returns how many it removed.
 // The background sweeper calls it; tests and callers may too.
@@ -420,14 +555,7 @@ func (s *Store) Sweep() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for k, head := range sh.m {
-			for e := head; e != nil; e = e.next {
-				if e.expires <= now {
-					sh.remove(k, e)
-					removed++
-				}
-			}
-		}
+		removed += sh.expire(now, math.MaxInt)
 		sh.mu.Unlock()
 	}
 	return removed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -20,6 +21,15 @@ type manualClock struct{ t time.Time }
 func (c *manualClock) Now() time.Time { return c.t }
 
 var epoch = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func peek(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decision {
+	t.Helper()
+	d, err := s.Apply(context.Background(), core.Op{Kind: core.Peek, Key: key, Limits: limits})
+	if err != nil {
+		t.Fatalf("Apply(Peek, %.40q) error: %v", key, err)
+	}
+	return d
+}
 
 func take(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decision {
 	t.Helper()
@@ -58,6 +68,118 @@ func TestFloodOfDistinctKeysStaysUnderMaxKeys(t *testing.T) {
 	d := take(t, s, fmt.Sprintf("flood-%d", flood-1), lim)
 	if d.Remaining != 8 {
 		t.Errorf("the newest flood key lost its state: Remaining = %d, want 8", d.Remaining)
+	}
+}
+
+// Lossless first: while a shard holds an expired key, no live key is
+// evicted, however unlucky the sample.
+func TestExpiredKeysAreEvictedBeforeAnyLiveOne(t *testing.T) {
+	const maxKeys = 1000
+	clock := &manualClock{t: epoch}
+	s := New(WithMaxKeys(maxKeys), WithShards(1), WithClock(clock), WithSweepInterval(0))
+	defer s.Close()
+	short, long := core.PerSecond(10), core.PerHour(10)
+	for i := range maxKeys / 2 {
+		take(t, s, fmt.Sprintf("short-%d", i), short)
+		take(t, s, fmt.Sprintf("live-%d", i), long)
+	}
+	if n, ev := s.Len(), s.Evictions(); n != maxKeys || ev != 0 {
+		t.Fatalf("after %d keys Len(), Evictions() = %d, %d; want %d and 0", maxKeys, n, ev, maxKeys)
+	}
+	clock.t = clock.t.Add(3 * time.Second) // the per-second keys are replenished after 2 s
+	for i := range maxKeys / 2 {
+		take(t, s, fmt.Sprintf("new-%d", i), long)
+	}
+	if ev, lossy := s.Evictions(), s.LossyEvictions(); ev != maxKeys/2 || lossy != 0 {
+		t.Errorf("after %d new keys in place of %d expired ones: Evictions(), LossyEvictions() = %d, %d; want %d and 0", maxKeys/2, maxKeys/2, ev, lossy, maxKeys/2)
+	}
+	for i := range maxKeys / 2 {
+		key := fmt.Sprintf("live-%d", i)
+		if d := peek(t, s, key, long); d.Remaining != 9 {
+			t.Fatalf("PeekN(%s, 0).Remaining = %d, want 9: a live key was evicted while expired ones remained", key, d.Remaining)
+		}
+	}
+	// Every key is live now: room for one more costs one lossy eviction.
+	take(t, s, "one-more", long)
+	if ev, lossy, n := s.Evictions(), s.LossyEvictions(), s.Len(); ev != maxKeys/2+1 || lossy != 1 || n != maxKeys {
+		t.Errorf("then one more key: Evictions(), LossyEvictions(), Len() = %d, %d, %d; want %d, 1, %d", ev, lossy, n, maxKeys/2+1, maxKeys)
+	}
+}
+
+// checkHeap fails the test unless every shard's heap holds exactly the
+// shard's entries, in heap order, each placed no later than its expiry.
+func checkHeap(t *testing.T, s *Store, where string) {
+	t.Helper()
+	for i := range s.shards {
+		sh := &s.shards[i]
+		entries := 0
+		for k, head := range sh.m {
+			for e := head; e != nil; e = e.next {
+				entries++
+				if e.key != k {
+					t.Fatalf("%s: an entry under %q records its key as %q", where, k, e.key)
+				}
+				if int(e.slot) >= len(sh.heap) || sh.heap[e.slot].e != e {
+					t.Fatalf("%s: the entry of %q is not at its slot %d of the heap", where, k, e.slot)
+				}
+			}
+		}
+		if entries != len(sh.heap) {
+			t.Fatalf("%s: shard %d has %d entries and a heap of %d", where, i, entries, len(sh.heap))
+		}
+		for j, x := range sh.heap {
+			if x.at > x.e.expires {
+				t.Fatalf("%s: heap slot %d is at %d, after its entry expires (%d)", where, j, x.at, x.e.expires)
+			}
+			if p := (j - 1) / 2; j > 0 && sh.heap[p].at > x.at {
+				t.Fatalf("%s: heap slot %d (at %d) is before its parent %d (at %d)", where, j, x.at, p, sh.heap[p].at)
+			}
+		}
+	}
+}
+
+// Random operations of every kind, in two scopes, with layouts that come
+// and go, a clock that sometimes steps back, sweeps and evictions: the
+// expiry heap always matches the map.
+func TestTheExpiryHeapMatchesTheMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	clock := &manualClock{t: epoch}
+	s := New(WithMaxKeys(64), WithShards(1), WithClock(clock), WithSweepInterval(0))
+	defer s.Close()
+	limits := [][]core.Limit{
+		{core.PerSecond(3)},
+		{core.PerMinute(5).WithAlgorithm(core.GCRA)},
+		{core.PerSecond(10), core.PerMinute(50)},
+		{core.Per(2, 100*time.Millisecond).WithAlgorithm(core.FixedWindow)},
+	}
+	kinds := []core.Kind{core.Take, core.Take, core.Take, core.Peek, core.Charge, core.Refund, core.Refund, core.Reset}
+	ctx := context.Background()
+	for i := range 20_000 {
+		switch x := r.IntN(100); {
+		case x < 2:
+			clock.t = clock.t.Add(-time.Duration(r.Int64N(int64(time.Second)))) // a step back
+		case x < 98:
+			clock.t = clock.t.Add(time.Duration(r.Int64N(int64(2 * time.Millisecond))))
+		default:
+			clock.t = clock.t.Add(time.Duration(r.Int64N(int64(3 * time.Second))))
+		}
+		op := core.Op{
+			Kind:   kinds[r.IntN(len(kinds))],
+			Scope:  []string{"a", "b"}[r.IntN(2)],
+			Key:    fmt.Sprintf("k%d", r.IntN(400)),
+			Limits: limits[r.IntN(len(limits))],
+			Cost:   r.Int64N(4),
+		}
+		if _, err := s.Apply(ctx, op); err != nil {
+			t.Fatalf("step %d: Apply(%s %s/%s) error: %v", i, op.Kind, op.Scope, op.Key, err)
+		}
+		if r.IntN(50) == 0 {
+			s.Sweep()
+		}
+		checkHeap(t, s, fmt.Sprintf("step %d (%s %s/%s)", i, op.Kind, op.Scope, op.Key))
+	}
+	if s.Evictions() == 0 || s.LossyEvictions() == 0 || s.LossyEvictions() == s.Evictions() {
+		t.Errorf("Evictions(), LossyEvictions() = %d, %d; want both kinds of eviction exercised", s.Evictions(), s.LossyEvictions())
 	}
 }
 
@@ -301,7 +423,7 @@ func TestSmallAndZeroMaxKeys(t *testing.T) {
 	lim := core.PerMinute(3)
 	for _, tc := range []struct {
 		max, keys, atLeast int
-	}{{100, 200, 90}, {0, 5000, 5000}, {-1, 5000, 5000}} {
+	}{{3, 10, 3}, {100, 200, 90}, {0, 5000, 5000}, {-1, 5000, 5000}} {
 		s := New(WithMaxKeys(tc.max), WithSweepInterval(0))
 		for i := range tc.keys {
 			take(t, s, fmt.Sprintf("k%d", i), lim)
