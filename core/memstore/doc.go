@@ -15,8 +15,11 @@
 //
 // WithMaxKeys bounds the number of keys. A new key arriving at a full shard
 // evicts losslessly first: expired keys go, and no key with usage is
-// evicted while the shard holds one. Beyond that it evicts, among 8
-// sampled keys, the one closest to expiry. Evictions counts the keys
+// evicted while the shard holds one. Beyond that it evicts the key with the
+// least debt (the share of its capacity still used; see core.Debt) among 8
+// sampled keys. So a flood of distinct keys, each used a little, mostly
+// evicts its own keys, and evicts an exhausted key only when a sample finds
+// nothing but keys in full debt, none of its own. Evictions counts the keys
 // evicted, LossyEvictions those that still had usage.
 //
 // Keys longer than WithMaxKeyLen bytes are stored under their SHA-256

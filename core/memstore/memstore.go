@@ -86,17 +86,27 @@ type expiring struct {
 // with hashed set, and found only by keys that are hashed too: a short key
 // equal to a digest is another key.
 type entry struct {
-	scope   string
-	next    *entry // the entry of another scope of the same key
-	expires int64  // µs; after it every state equals a fresh one
-	lims    *core.Limit
-	n       int
-	slot    int32  // index in the shard's heap
-	hashed  bool   // the map key is the SHA-256 digest of a long key
-	key     string // the map key, for removal by the heap and by eviction
+	// What eviction reads comes first: 128 bytes, two cache lines (entries
+	// are 192 bytes, so aligned to 64).
 	states  []core.State
+	sizes   []size        // sizes[i]: the numbers of the limit that last stepped states[i]
 	one     [1]core.State // storage for the common single-limit case
+	oneSize [1]size
+	expires int64 // µs; after it every state equals a fresh one
+
+	next   *entry // the entry of another scope of the same key
+	scope  string
+	key    string // the map key, for removal by the heap and by eviction
+	lims   *core.Limit
+	n      int
+	slot   int32 // index in the shard's heap
+	hashed bool  // the map key is the SHA-256 digest of a long key
 }
+
+// size is what core.Debt needs of a limit besides its state: kept per
+// state, so that eviction can weigh every state of a key, those of other
+// layouts included, without holding on to callers' Limits.
+type size struct{ quota, capacity int64 }
 
 // maxStatesPerKey bounds the limit layouts one key keeps state for.
 const maxStatesPerKey = 16
@@ -119,10 +129,20 @@ type config struct {
 // A new key arriving at a full shard makes room, losslessly first: while
 // the shard holds an expired key (fully replenished, so that forgetting it
 // changes no decision), expired keys go and no other. Only a shard of live
-// keys loses usage (a lossy eviction, counted by LossyEvictions): it
-// evicts, among 8 sampled keys (all, in a shard of fewer), the one that
-// expires soonest. Evicting a key forgets its usage, so size the bound
-// well above the keys active within your longest Period, and watch
+// keys loses usage (a lossy eviction, counted by LossyEvictions): it evicts,
+// among 8 sampled keys (all, in a shard of fewer), the one with the least
+// debt — the largest share of its capacity that any of its limits still
+// uses at that instant (core.Debt) — and among equals the one that expires
+// soonest.
+//
+// So a key is evicted with usage only when no key sampled with it is less
+// in debt. A flood of distinct keys keeps the store at n keys and costs
+// lossy evictions, but mostly of its own keys: a flood of keys each used
+// below capacity (one request each, say) evicts a key in full debt
+// (exhausted, or owing post-hoc overage) only when a sample of 8 holds none
+// of the flood's keys, only keys in full debt. A flood whose keys each use
+// their whole capacity competes with exhausted keys on equal terms. Size
+// the bound above the keys active within your longest Period, and watch
 // LossyEvictions. n ≤ 0 means the default. Default: DefaultMaxKeys.
 func WithMaxKeys(n int) Option { return func(c *config) { c.maxKeys = n } }
 
@@ -225,6 +245,7 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (d core.Decision, err err
 		var keep time.Duration
 		keep, err = core.StepTo(&op, now, e.states[:e.n], &d)
 		if err == nil {
+			e.note(op.Limits)
 			e.settle(sh, now, keep)
 		}
 	default:
@@ -271,6 +292,30 @@ func (e *entry) settle(sh *shard, now int64, keep time.Duration) {
 	}
 }
 
+// note records the numbers of the limits that stepped e.states[:len(limits)].
+// They are noted on every operation, as a caller may change the limits of
+// its slice in place.
+func (e *entry) note(limits []core.Limit) {
+	sizes := e.sizes[:len(limits)]
+	for i := range limits {
+		sizes[i] = size{limits[i].Quota, limits[i].Capacity()}
+	}
+}
+
+// debt returns the share of its capacity that e's most used limit still
+// uses at now (core.Debt): 0 when forgetting e loses nothing, 1 when some
+// limit is exhausted or owes more.
+func (e *entry) debt(now int64) float64 {
+	d := 0.0
+	for i := range e.states {
+		d = max(d, core.Debt(e.states[i], e.sizes[i].quota, e.sizes[i].capacity, now))
+		if d >= 1 {
+			break
+		}
+	}
+	return d
+}
+
 // applyMixed applies op to an existing key whose states are not laid out
 // for op's limits: it matches states to limits by layout, runs Step on
 // them (fresh ones for layouts the key has no state for) and stores them
@@ -310,18 +355,22 @@ func (e *entry) applyMixed(sh *shard, op *core.Op, now int64) (core.Decision, er
 	if aligned { // same layouts in the same places: a new Limits slice of equal limits
 		copy(e.states, scratch)
 		e.n, e.lims = n, unsafe.SliceData(op.Limits)
+		e.note(op.Limits)
 		e.settle(sh, now, keep)
 		return d, nil
 	}
 	// The op's states first, in order; then the other layouts' states.
 	states := make([]core.State, 0, len(e.states)+n)
+	sizes := make([]size, n, len(e.states)+n)
 	states = append(states, scratch...)
 	for j := range e.states {
 		if !taken(src, j) && len(states) < maxStatesPerKey {
 			states = append(states, e.states[j])
+			sizes = append(sizes, e.sizes[j])
 		}
 	}
-	e.states, e.n, e.lims = states, n, unsafe.SliceData(op.Limits)
+	e.states, e.sizes, e.n, e.lims = states, sizes, n, unsafe.SliceData(op.Limits)
+	e.note(op.Limits)
 	e.settle(sh, now, keep)
 	return d, nil
 }
@@ -358,6 +407,7 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *core.Op, now in
 	e := &entry{scope: cloneString(op.Scope), expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states), hashed: hashed}
 	e.setLen(len(states))
 	copy(e.states, states)
+	e.note(op.Limits)
 	switch head, ok := sh.m[key]; {
 	case ok:
 		e.key, e.next = head.key, head
@@ -383,23 +433,24 @@ func cloneString(s string) string {
 
 func (e *entry) setLen(n int) {
 	if n == 1 {
-		e.one = [1]core.State{}
-		e.states = e.one[:]
+		e.one, e.oneSize = [1]core.State{}, [1]size{}
+		e.states, e.sizes = e.one[:], e.oneSize[:]
 		return
 	}
-	e.states = make([]core.State, n)
+	e.states, e.sizes = make([]core.State, n), make([]size, n)
 }
 
-// evict makes room in a full shard for one more entry (see WithMaxKeys):
-// an expired entry if there is one, else the sampled entry that expires
-// soonest. sh.mu is held.
+// evict makes room in a full shard for one more entry, losing as little as
+// it can (see WithMaxKeys): an expired entry if there is one, else the
+// sampled entry with the least debt, the one that expires soonest among
+// equals. sh.mu is held.
 func (s *Store) evict(sh *shard, now int64) {
 	if sh.expire(now, 1) == 1 {
 		s.evictions.Add(1)
 		return
 	}
-	// Every entry is live: choose among evictSample distinct entries, drawn
-	// from the heap's slots by a generator clients cannot predict.
+	// Every entry is live: weigh a sample of evictSample distinct entries,
+	// drawn from the heap's slots by a generator clients cannot predict.
 	var buf [evictSample]int
 	picked := buf[:0]
 	if len(sh.heap) <= evictSample {
@@ -414,9 +465,15 @@ func (s *Store) evict(sh *shard, now int64) {
 		}
 	}
 	var victim *entry
+	least := 0.0 // the victim's debt
 	for _, i := range picked {
-		if e := sh.heap[i].e; victim == nil || e.expires < victim.expires {
-			victim = e
+		e := sh.heap[i].e
+		d := e.debt(now)
+		if victim == nil || d < least || (d == least && e.expires < victim.expires) {
+			victim, least = e, d
+		}
+		if d == 0 {
+			break
 		}
 	}
 	if victim == nil {
@@ -424,7 +481,9 @@ func (s *Store) evict(sh *shard, now int64) {
 	}
 	sh.remove(victim)
 	s.evictions.Add(1)
-	s.lossy.Add(1)
+	if least > 0 {
+		s.lossy.Add(1)
+	}
 }
 
 // expire removes up to max entries that have expired by now, earliest

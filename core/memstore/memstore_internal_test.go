@@ -41,7 +41,7 @@ func take(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decisio
 }
 
 func TestFloodOfDistinctKeysStaysUnderMaxKeys(t *testing.T) {
-	const maxKeys, flood = 100_000, 1_000_000
+	const maxKeys, flood = 20_000, 200_000
 	clock := &manualClock{t: epoch}
 	s := New(WithMaxKeys(maxKeys), WithClock(clock), WithSweepInterval(0))
 	defer s.Close()
@@ -50,7 +50,7 @@ func TestFloodOfDistinctKeysStaysUnderMaxKeys(t *testing.T) {
 	for i := range flood {
 		buf = fmt.Appendf(buf[:0], "flood-%d", i)
 		take(t, s, string(buf), lim)
-		if i%100_000 == 0 {
+		if i%10_000 == 0 {
 			clock.t = clock.t.Add(time.Millisecond)
 			if n := s.Len(); n > maxKeys {
 				t.Fatalf("after %d keys Len() = %d, want ≤ %d", i+1, n, maxKeys)
@@ -63,11 +63,51 @@ func TestFloodOfDistinctKeysStaysUnderMaxKeys(t *testing.T) {
 	if ev := s.Evictions(); ev < flood-maxKeys {
 		t.Errorf("Evictions() = %d, want ≥ %d", ev, flood-maxKeys)
 	}
-	// A recently used key survives a flood better than the flood's own keys:
-	// eviction prefers the keys closest to expiry.
+	// The newest key is still there: no insert came after it to evict it.
 	d := take(t, s, fmt.Sprintf("flood-%d", flood-1), lim)
 	if d.Remaining != 8 {
 		t.Errorf("the newest flood key lost its state: Remaining = %d, want 8", d.Remaining)
+	}
+}
+
+// The bug this guards against: eviction by soonest expiry evicted an old
+// exhausted key of a window algorithm, whose window ends before a fresh
+// key's, and so gave it its whole quota back.
+func TestAFloodCannotBuyAnExhaustedKeyItsQuotaBack(t *testing.T) {
+	const maxKeys, flood = 10_000, 10 * 10_000
+	for _, alg := range []core.Algorithm{core.SlidingWindow, core.FixedWindow, core.GCRA, core.TokenBucket} {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := &manualClock{t: epoch.Add(time.Minute)}
+			s := New(WithMaxKeys(maxKeys), WithClock(clock), WithSweepInterval(0))
+			defer s.Close()
+			lim := core.PerHour(10).WithAlgorithm(alg)
+			for range 10 {
+				take(t, s, "exhausted", lim)
+			}
+			if d := take(t, s, "exhausted", lim); d.Allowed {
+				t.Fatalf("AllowN(exhausted, 1) after 10 of 10 = allowed, want denied")
+			}
+			// One request per key, a millisecond apart: 100 s in all, less
+			// than a token's refill (6 min) and inside the hour's window.
+			var buf []byte
+			for i := range flood {
+				clock.t = clock.t.Add(time.Millisecond)
+				buf = fmt.Appendf(buf[:0], "flood-%d", i)
+				take(t, s, string(buf), lim)
+				if n := s.Len(); n > maxKeys {
+					t.Fatalf("after %d flood keys Len() = %d, want ≤ %d", i+1, n, maxKeys)
+				}
+			}
+			if d := take(t, s, "exhausted", lim); d.Allowed {
+				t.Errorf("after a flood of %d keys AllowN(exhausted, 1) = allowed (Remaining %d), want denied", flood, d.Remaining)
+			}
+			// No flood key is replenished within the flood, so every
+			// eviction forgot usage.
+			evicted := int64(1 + flood - s.Len())
+			if ev, lossy := s.Evictions(), s.LossyEvictions(); ev != evicted || lossy != evicted {
+				t.Errorf("Evictions(), LossyEvictions() = %d, %d; want %d and %d (1 + %d keys, %d left)", ev, lossy, evicted, evicted, flood, s.Len())
+			}
+		})
 	}
 }
 
@@ -103,6 +143,84 @@ func TestExpiredKeysAreEvictedBeforeAnyLiveOne(t *testing.T) {
 	take(t, s, "one-more", long)
 	if ev, lossy, n := s.Evictions(), s.LossyEvictions(), s.Len(); ev != maxKeys/2+1 || lossy != 1 || n != maxKeys {
 		t.Errorf("then one more key: Evictions(), LossyEvictions(), Len() = %d, %d, %d; want %d, 1, %d", ev, lossy, n, maxKeys/2+1, maxKeys)
+	}
+}
+
+// With a bound of evictSample keys in one shard, every eviction samples
+// every key, so which key goes is decided by the policy alone.
+func TestEvictionForgetsTheLeastInDebt(t *testing.T) {
+	type use struct {
+		key  string
+		at   time.Duration // since epoch
+		lim  core.Limit
+		cost int64
+	}
+	hour := core.PerHour(10)
+	minute := core.PerMinute(10)
+	fixed := core.PerMinute(10).WithAlgorithm(core.FixedWindow)
+	heavy := func(at time.Duration, lim core.Limit) []use { // seven keys, each 8 of 10 used
+		var us []use
+		for i := range 7 {
+			us = append(us, use{fmt.Sprintf("heavy-%d", i), at, lim, 8})
+		}
+		return us
+	}
+	for _, tc := range []struct {
+		name    string
+		uses    []use // in order; the last one arrives at a full shard
+		evicted string
+	}{
+		{
+			name:    "a newcomer evicts the key least in debt",
+			uses:    append(heavy(0, hour), use{"light", 0, hour, 3}, use{"newcomer", 0, hour, 1}),
+			evicted: "light",
+		},
+		{
+			name:    "a flood's keys evict each other, not the keys in debt",
+			uses:    append(heavy(0, hour)[:6], use{"exhausted", 0, hour, 10}, use{"flood-1", 0, hour, 1}, use{"flood-2", 0, hour, 1}),
+			evicted: "flood-1",
+		},
+		{
+			name: "debt is usage at eviction time, not when the key was last used",
+			// 10 of 10 a window ago weighs 10 × 15/60 now; the heavy keys 8.
+			uses:    append(heavy(105*time.Second, minute), use{"old", 30 * time.Second, minute, 10}, use{"newcomer", 105 * time.Second, minute, 1}),
+			evicted: "old",
+		},
+		{
+			name:    "among keys equally in debt, the one replenished soonest goes",
+			uses:    append(heavy(90*time.Second, minute)[:6], use{"old", 30 * time.Second, minute, 10}, use{"young", 90 * time.Second, minute, 5}, use{"newcomer", 90 * time.Second, minute, 1}),
+			evicted: "old", // 10 × 30/60 = 5, like young's, but replenished a window earlier
+		},
+		{
+			name: "a key in debt under another layout of its scope is kept",
+			// "multi" owes 10 of 10 per hour, and uses 1 of 10 per minute.
+			uses:    append(heavy(0, hour)[:6], use{"light", 0, hour, 2}, use{"multi", 0, hour, 10}, use{"multi", 0, fixed, 1}, use{"newcomer", 0, hour, 1}),
+			evicted: "light",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(WithMaxKeys(evictSample), WithShards(1), WithSweepInterval(0))
+			defer s.Close()
+			ctx := context.Background()
+			for _, u := range tc.uses {
+				op := core.Op{Key: u.key, Limits: []core.Limit{u.lim}, Cost: u.cost, Now: epoch.Add(u.at)}
+				if _, err := s.Apply(ctx, op); err != nil {
+					t.Fatalf("Apply(%s, %d) error: %v", u.key, u.cost, err)
+				}
+			}
+			keys := map[string]bool{}
+			for k := range s.shards[0].m {
+				keys[k] = true
+			}
+			for _, u := range tc.uses {
+				if got, want := keys[u.key], u.key != tc.evicted; got != want {
+					t.Errorf("key %q kept = %v, want %v (the evicted key should be %q)", u.key, got, want, tc.evicted)
+				}
+			}
+			if ev, lossy := s.Evictions(), s.LossyEvictions(); ev != 1 || lossy != 1 {
+				t.Errorf("Evictions(), LossyEvictions() = %d, %d; want 1 and 1", ev, lossy)
+			}
+		})
 	}
 }
 
