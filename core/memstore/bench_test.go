@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,6 +106,42 @@ func BenchmarkAllow(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkFlood measures a flood of distinct keys at a full store: every
+// call stores a new key and evicts one, by default a key of the flood
+// itself (see WithMaxKeys).
+func BenchmarkFlood(b *testing.B) {
+	ctx := context.Background()
+	for _, alg := range []core.Algorithm{core.SlidingWindow, core.GCRA} {
+		b.Run(alg.String(), func(b *testing.B) {
+			const maxKeys = 100_000
+			s := memstore.New(memstore.WithMaxKeys(maxKeys), memstore.WithSweepInterval(0))
+			b.Cleanup(func() { s.Close() })
+			lim, err := core.New(s, core.PerHour(10).WithAlgorithm(alg))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var buf []byte
+			key := func(i int) string {
+				buf = strconv.AppendInt(append(buf[:0], "flood-"...), int64(i), 10)
+				return string(buf)
+			}
+			for i := range maxKeys {
+				lim.Allow(ctx, key(i))
+			}
+			before := s.Evictions()
+			b.ReportAllocs()
+			i := maxKeys
+			for b.Loop() {
+				lim.Allow(ctx, key(i))
+				i++
+			}
+			if s.Evictions() == before {
+				b.Fatalf("no key was evicted: the store was not full")
+			}
+		})
+	}
 }
 
 // BenchmarkStep measures the engine alone, without the store or the clock.

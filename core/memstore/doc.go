@@ -9,8 +9,19 @@
 //
 // Memory is bounded three ways. Each key expires when all its limits are
 // fully replenished (its state then equals a fresh one, so forgetting it
-// changes no decision); a background sweeper removes expired keys, and Close
-// stops it. WithMaxKeys bounds the number of keys: a new key arriving at a
-// full shard evicts, among a few sampled keys, the one closest to expiry.
-// Keys longer than WithMaxKeyLen bytes are replaced by their SHA-256 digest.
+// changes no decision); a background sweeper removes expired keys, and
+// Close stops it. A heap per shard, ordered by expiry, finds expired keys
+// without scanning the shard.
+//
+// WithMaxKeys bounds the number of keys. A new key arriving at a full shard
+// evicts losslessly first: expired keys go, and no key with usage is
+// evicted while the shard holds one. Beyond that it evicts the key with the
+// least debt (the share of its capacity still used; see core.Debt) among 8
+// sampled keys. So a flood of distinct keys, each used a little, mostly
+// evicts its own keys, and evicts an exhausted key only when a sample finds
+// nothing but keys in full debt, none of its own. Evictions counts the keys
+// evicted, LossyEvictions those that still had usage.
+//
+// Keys longer than WithMaxKeyLen bytes are stored under their SHA-256
+// digest, in a namespace that no shorter key can name.
 package memstore

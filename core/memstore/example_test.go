@@ -37,3 +37,29 @@ func Example() {
 	// app: 99 100-per-1m
 	// keys: 2
 }
+
+// A flood of distinct keys, each sent one request, keeps the store at its
+// bound and evicts its own keys: it does not give an exhausted client its
+// quota back.
+func ExampleWithMaxKeys() {
+	clock := fixedClock{time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)}
+	store := memstore.New(memstore.WithMaxKeys(1000), memstore.WithClock(clock))
+	defer store.Close()
+	lim, _ := core.New(store, core.PerMinute(3))
+	ctx := context.Background()
+
+	for range 3 {
+		lim.Allow(ctx, "203.0.113.7")
+	}
+	for i := range 10_000 {
+		lim.Allow(ctx, fmt.Sprintf("flood-%d", i))
+	}
+	d, _ := lim.Allow(ctx, "203.0.113.7")
+	fmt.Println("exhausted client allowed:", d.Allowed)
+	fmt.Println("keys within the bound:", store.Len() <= 1000)
+	fmt.Println("evictions forgot usage:", store.LossyEvictions() > 0)
+	// Output:
+	// exhausted client allowed: false
+	// keys within the bound: true
+	// evictions forgot usage: true
+}

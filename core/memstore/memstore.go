@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash/maphash"
+	"math"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,17 +50,30 @@ type Store struct {
 	closeOnce sync.Once
 	stop      chan struct{}
 	done      chan struct{}
-	evictions atomic.Int64
+	evictions atomic.Int64 // all, lossy included
+	lossy     atomic.Int64
 }
 
 // shard maps a key to its entries, one per scope (core.Op.Scope), chained:
 // keying the map by the string alone keeps Go's fast path for string keys,
-// and a key usually has one scope.
+// and a key usually has one scope. heap holds every entry, chained ones
+// included, so len(heap) is the shard's number of entries.
 type shard struct {
-	mu sync.Mutex
-	m  map[string]*entry
-	n  int      // entries, chained ones included
-	_  [40]byte // 64 bytes: shards' hot words on separate cache lines
+	mu   sync.Mutex
+	m    map[string]*entry
+	heap []expiring // a min-heap on at: see expiring
+	_    [24]byte   // 64 bytes: shards' hot words on separate cache lines
+}
+
+// expiring is an entry's place in its shard's heap, which finds expired
+// entries without scanning the shard. at is at most e.expires: an
+// operation that extends an entry leaves the heap alone (the hot path does
+// no heap work), and the entry moves to its new place when at comes and it
+// turns out not to have expired. Each extension costs at most one such
+// move, so the heap's work is O(log n) per operation, amortized.
+type expiring struct {
+	at int64
+	e  *entry
 }
 
 // entry holds one key's states, one per limit layout (core.State.Ident):
@@ -65,15 +81,32 @@ type shard struct {
 // key and layout. The first n states are those of the last operation's
 // limits, in order, and lims is that operation's Limits array, so that the
 // next operation of the same Limiter runs Step on them directly.
+//
+// An entry of a key longer than maxKeyLen is stored under the key's digest
+// with hashed set, and found only by keys that are hashed too: a short key
+// equal to a digest is another key.
 type entry struct {
-	scope   string
-	next    *entry // the entry of another scope of the same key
-	expires int64  // µs; after it every state equals a fresh one
-	lims    *core.Limit
-	n       int
+	// What eviction reads comes first: 128 bytes, two cache lines (entries
+	// are 192 bytes, so aligned to 64).
 	states  []core.State
+	sizes   []size        // sizes[i]: the numbers of the limit that last stepped states[i]
 	one     [1]core.State // storage for the common single-limit case
+	oneSize [1]size
+	expires int64 // µs; after it every state equals a fresh one
+
+	next   *entry // the entry of another scope of the same key
+	scope  string
+	key    string // the map key, for removal by the heap and by eviction
+	lims   *core.Limit
+	n      int
+	slot   int32 // index in the shard's heap
+	hashed bool  // the map key is the SHA-256 digest of a long key
 }
+
+// size is what core.Debt needs of a limit besides its state: kept per
+// state, so that eviction can weigh every state of a key, those of other
+// layouts included, without holding on to callers' Limits.
+type size struct{ quota, capacity int64 }
 
 // maxStatesPerKey bounds the limit layouts one key keeps state for.
 const maxStatesPerKey = 16
@@ -92,16 +125,31 @@ type config struct {
 // WithMaxKeys bounds the number of live keys to at most n. The bound is
 // kept per shard (n divided evenly), so a store evicts a little before it
 // holds n keys when keys spread unevenly; small bounds use fewer shards.
-// When a new key arrives at a full shard, the store evicts, among a few
-// sampled keys, the one closest to expiry: an approximation of least
-// recently used, since every operation extends a key's expiry. Evicting a
-// key forgets its usage, so size the bound well above the keys active
-// within your longest Period. n ≤ 0 means the default. Default:
-// DefaultMaxKeys.
+//
+// A new key arriving at a full shard makes room, losslessly first: while
+// the shard holds an expired key (fully replenished, so that forgetting it
+// changes no decision), expired keys go and no other. Only a shard of live
+// keys loses usage (a lossy eviction, counted by LossyEvictions): it evicts,
+// among 8 sampled keys (all, in a shard of fewer), the one with the least
+// debt — the largest share of its capacity that any of its limits still
+// uses at that instant (core.Debt) — and among equals the one that expires
+// soonest.
+//
+// So a key is evicted with usage only when no key sampled with it is less
+// in debt. A flood of distinct keys keeps the store at n keys and costs
+// lossy evictions, but mostly of its own keys: a flood of keys each used
+// below capacity (one request each, say) evicts a key in full debt
+// (exhausted, or owing post-hoc overage) only when a sample of 8 holds none
+// of the flood's keys, only keys in full debt. A flood whose keys each use
+// their whole capacity competes with exhausted keys on equal terms. Size
+// the bound above the keys active within your longest Period, and watch
+// LossyEvictions. n ≤ 0 means the default. Default: DefaultMaxKeys.
 func WithMaxKeys(n int) Option { return func(c *config) { c.maxKeys = n } }
 
-// WithMaxKeyLen makes keys longer than n bytes be replaced by their SHA-256
-// digest, so that enormous keys cost bounded memory. n ≤ 0 means the
+// WithMaxKeyLen makes keys longer than n bytes be stored under their
+// SHA-256 digest, so that enormous keys cost bounded memory. Digests live in
+// a namespace of their own: no key of n bytes or fewer, whatever its bytes
+// (a digest included), shares state with a long key. n ≤ 0 means the
 // default. Default: DefaultMaxKeyLen.
 func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 
@@ -151,7 +199,7 @@ func New(opts ...Option) *Store {
 		seed:      maphash.MakeSeed(),
 		clock:     c.clock,
 		base:      time.Now(),
-		perShard:  c.maxKeys / n,
+		perShard:  min(c.maxKeys/n, math.MaxInt32), // heap slots are int32
 		maxKeyLen: c.maxKeyLen,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -179,41 +227,42 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (d core.Decision, err err
 	} else {
 		now = op.Now.UnixMicro()
 	}
-	key := op.Key
+	key, hashed := op.Key, false
 	if len(key) > s.maxKeyLen {
 		sum := sha256.Sum256([]byte(key))
-		key = "\x00sha256:" + string(sum[:])
+		key, hashed = string(sum[:]), true
 	}
 	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
 	sh.mu.Lock()
 	e := sh.m[key]
-	for e != nil && e.scope != op.Scope {
+	for e != nil && (e.scope != op.Scope || e.hashed != hashed) {
 		e = e.next
 	}
 	switch {
 	case e == nil:
-		d, err = s.applyNew(sh, key, &op, now)
+		d, err = s.applyNew(sh, key, hashed, &op, now)
 	case e.lims == unsafe.SliceData(op.Limits) && e.n == len(op.Limits):
 		var keep time.Duration
 		keep, err = core.StepTo(&op, now, e.states[:e.n], &d)
 		if err == nil {
-			e.settle(sh, key, now, keep)
+			e.note(op.Limits)
+			e.settle(sh, now, keep)
 		}
 	default:
-		d, err = e.applyMixed(sh, key, &op, now)
+		d, err = e.applyMixed(sh, &op, now)
 	}
 	sh.mu.Unlock()
 	return d, err
 }
 
-// remove unlinks e from key's chain. sh.mu is held.
-func (sh *shard) remove(key string, e *entry) {
-	head := sh.m[key]
+// remove unlinks e from its key's chain and the heap. sh.mu is held.
+func (sh *shard) remove(e *entry) {
+	head := sh.m[e.key]
 	switch {
 	case head == e && e.next == nil:
-		delete(sh.m, key)
+		delete(sh.m, e.key)
 	case head == e:
-		sh.m[key] = e.next
+		sh.m[e.key] = e.next
 	default:
 		for p := head; p != nil; p = p.next {
 			if p.next == e {
@@ -222,17 +271,20 @@ func (sh *shard) remove(key string, e *entry) {
 			}
 		}
 	}
-	sh.n--
+	sh.unheap(e)
 }
 
 // settle records how long e must be kept after an operation whose states
 // are e.states[:e.n]; other layouts' states keep it at least as long as
 // before. sh.mu is held.
-func (e *entry) settle(sh *shard, key string, now int64, keep time.Duration) {
+func (e *entry) settle(sh *shard, now int64, keep time.Duration) {
 	until := now + int64(keep/time.Microsecond)
 	switch {
 	case len(e.states) == e.n && keep == 0:
-		sh.remove(key, e)
+		sh.remove(e)
+	case len(e.states) == e.n && until < e.expires: // a refund, or a clock that stepped back
+		e.expires = until
+		sh.lower(e)
 	case len(e.states) == e.n:
 		e.expires = until
 	default:
@@ -240,12 +292,36 @@ func (e *entry) settle(sh *shard, key string, now int64, keep time.Duration) {
 	}
 }
 
+// note records the numbers of the limits that stepped e.states[:len(limits)].
+// They are noted on every operation, as a caller may change the limits of
+// its slice in place.
+func (e *entry) note(limits []core.Limit) {
+	sizes := e.sizes[:len(limits)]
+	for i := range limits {
+		sizes[i] = size{limits[i].Quota, limits[i].Capacity()}
+	}
+}
+
+// debt returns the share of its capacity that e's most used limit still
+// uses at now (core.Debt): 0 when forgetting e loses nothing, 1 when some
+// limit is exhausted or owes more.
+func (e *entry) debt(now int64) float64 {
+	d := 0.0
+	for i := range e.states {
+		d = max(d, core.Debt(e.states[i], e.sizes[i].quota, e.sizes[i].capacity, now))
+		if d >= 1 {
+			break
+		}
+	}
+	return d
+}
+
 // applyMixed applies op to an existing key whose states are not laid out
 // for op's limits: it matches states to limits by layout, runs Step on
 // them (fresh ones for layouts the key has no state for) and stores them
 // back, first and in order, so that the next op of the same limits takes
 // the fast path. Nothing changes on error. sh.mu is held.
-func (e *entry) applyMixed(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
+func (e *entry) applyMixed(sh *shard, op *core.Op, now int64) (core.Decision, error) {
 	n := len(op.Limits)
 	var buf [4]core.State
 	var from [4]int
@@ -279,19 +355,23 @@ func (e *entry) applyMixed(sh *shard, key string, op *core.Op, now int64) (core.
 	if aligned { // same layouts in the same places: a new Limits slice of equal limits
 		copy(e.states, scratch)
 		e.n, e.lims = n, unsafe.SliceData(op.Limits)
-		e.settle(sh, key, now, keep)
+		e.note(op.Limits)
+		e.settle(sh, now, keep)
 		return d, nil
 	}
 	// The op's states first, in order; then the other layouts' states.
 	states := make([]core.State, 0, len(e.states)+n)
+	sizes := make([]size, n, len(e.states)+n)
 	states = append(states, scratch...)
 	for j := range e.states {
 		if !taken(src, j) && len(states) < maxStatesPerKey {
 			states = append(states, e.states[j])
+			sizes = append(sizes, e.sizes[j])
 		}
 	}
-	e.states, e.n, e.lims = states, n, unsafe.SliceData(op.Limits)
-	e.settle(sh, key, now, keep)
+	e.states, e.sizes, e.n, e.lims = states, sizes, n, unsafe.SliceData(op.Limits)
+	e.note(op.Limits)
+	e.settle(sh, now, keep)
 	return d, nil
 }
 
@@ -306,7 +386,7 @@ func taken(src []int, j int) bool {
 
 // applyNew applies op to a key with no entry, on fresh scratch states that
 // are stored only if they differ from fresh ones afterwards. sh.mu is held.
-func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.Decision, error) {
+func (s *Store) applyNew(sh *shard, key string, hashed bool, op *core.Op, now int64) (core.Decision, error) {
 	var buf [4]core.State
 	var states []core.State
 	if len(op.Limits) <= len(buf) {
@@ -321,32 +401,29 @@ func (s *Store) applyNew(sh *shard, key string, op *core.Op, now int64) (core.De
 	if keep == 0 {
 		return d, nil
 	}
-	if sh.n >= s.perShard {
+	if len(sh.heap) >= s.perShard {
 		s.evict(sh, now)
 	}
-	e := &entry{scope: cloneString(op.Scope), expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states)}
+	e := &entry{scope: cloneString(op.Scope), expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states), hashed: hashed}
 	e.setLen(len(states))
 	copy(e.states, states)
-	if head, ok := sh.m[key]; ok {
-		e.next = head
-		sh.m[key] = e
-	} else {
-		sh.m[cloneKey(key, op.Key)] = e
+	e.note(op.Limits)
+	switch head, ok := sh.m[key]; {
+	case ok:
+		e.key, e.next = head.key, head
+	case hashed:
+		e.key = key // a digest made for this call: no one else's memory
+	default:
+		e.key = cloneString(key)
 	}
-	sh.n++
+	sh.m[e.key] = e
+	sh.push(e)
 	return d, nil
 }
 
-// cloneKey returns a copy of key that does not share memory with the
+// cloneString returns a copy of s that does not share memory with the
 // caller's string (which may alias a reused request buffer, as fasthttp's
-// do). A hashed key is already a fresh string.
-func cloneKey(key, orig string) string {
-	if key != orig {
-		return key
-	}
-	return cloneString(key)
-}
-
+// do).
 func cloneString(s string) string {
 	if s == "" {
 		return ""
@@ -356,34 +433,143 @@ func cloneString(s string) string {
 
 func (e *entry) setLen(n int) {
 	if n == 1 {
-		e.one = [1]core.State{}
-		e.states = e.one[:]
+		e.one, e.oneSize = [1]core.State{}, [1]size{}
+		e.states, e.sizes = e.one[:], e.oneSize[:]
 		return
 	}
-	e.states = make([]core.State, n)
+	e.states, e.sizes = make([]core.State, n), make([]size, n)
 }
 
-// evict makes room in a full shard: an expired entry among a sample goes
-// first, else the sampled entry that expires soonest. sh.mu is held.
+// evict makes room in a full shard for one more entry, losing as little as
+// it can (see WithMaxKeys): an expired entry if there is one, else the
+// sampled entry with the least debt, the one that expires soonest among
+// equals. sh.mu is held.
 func (s *Store) evict(sh *shard, now int64) {
-	var victim *entry
-	var victimKey string
-	seen := 0
-	for k, head := range sh.m { // map iteration starts at a random entry
-		for e := head; e != nil; e = e.next {
-			if victim == nil || e.expires < victim.expires {
-				victim, victimKey = e, k
-			}
-			seen++
+	if sh.expire(now, 1) == 1 {
+		s.evictions.Add(1)
+		return
+	}
+	// Every entry is live: weigh a sample of evictSample distinct entries,
+	// drawn from the heap's slots by a generator clients cannot predict.
+	var buf [evictSample]int
+	picked := buf[:0]
+	if len(sh.heap) <= evictSample {
+		for i := range sh.heap {
+			picked = append(picked, i)
 		}
-		if seen >= evictSample || victim.expires <= now {
+	} else {
+		for len(picked) < evictSample {
+			if i := rand.IntN(len(sh.heap)); !slices.Contains(picked, i) {
+				picked = append(picked, i)
+			}
+		}
+	}
+	var victim *entry
+	least := 0.0 // the victim's debt
+	for _, i := range picked {
+		e := sh.heap[i].e
+		d := e.debt(now)
+		if victim == nil || d < least || (d == least && e.expires < victim.expires) {
+			victim, least = e, d
+		}
+		if d == 0 {
 			break
 		}
 	}
-	if victim != nil {
-		sh.remove(victimKey, victim)
-		s.evictions.Add(1)
+	if victim == nil {
+		return
 	}
+	sh.remove(victim)
+	s.evictions.Add(1)
+	if least > 0 {
+		s.lossy.Add(1)
+	}
+}
+
+// expire removes up to max entries that have expired by now, earliest
+// first, and returns how many it removed. Entries extended since they took
+// their place in the heap move to their new place on the way. sh.mu is
+// held.
+func (sh *shard) expire(now int64, max int) int {
+	removed := 0
+	for removed < max && len(sh.heap) > 0 && sh.heap[0].at <= now {
+		e := sh.heap[0].e
+		if e.expires <= now {
+			sh.remove(e)
+			removed++
+			continue
+		}
+		sh.heap[0].at = e.expires
+		sh.down(0)
+	}
+	return removed
+}
+
+// push adds e to the heap. sh.mu is held.
+func (sh *shard) push(e *entry) {
+	sh.heap = append(sh.heap, expiring{e.expires, e})
+	sh.up(len(sh.heap) - 1)
+}
+
+// unheap removes e from the heap. sh.mu is held.
+func (sh *shard) unheap(e *entry) {
+	i, last := int(e.slot), len(sh.heap)-1
+	if i != last {
+		sh.heap[i] = sh.heap[last]
+		sh.heap[i].e.slot = int32(i)
+	}
+	sh.heap[last] = expiring{} // no pointer left behind the length
+	sh.heap = sh.heap[:last]
+	if i != last {
+		sh.down(i)
+		sh.up(i)
+	}
+}
+
+// lower moves e up the heap after its expiry came earlier. sh.mu is held.
+func (sh *shard) lower(e *entry) {
+	if i := int(e.slot); sh.heap[i].at > e.expires {
+		sh.heap[i].at = e.expires
+		sh.up(i)
+	}
+}
+
+func (sh *shard) up(i int) {
+	h := sh.heap
+	x := h[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].at <= x.at {
+			break
+		}
+		h[i] = h[p]
+		h[i].e.slot = int32(i)
+		i = p
+	}
+	h[i] = x
+	x.e.slot = int32(i)
+}
+
+func (sh *shard) down(i int) {
+	h := sh.heap
+	x := h[i]
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && h[c+1].at < h[c].at {
+			c++
+		}
+		if x.at <= h[c].at {
+			break
+		}
+		h[i] = h[c]
+		h[i].e.slot = int32(i)
+		i = c
+	}
+	h[i] = x
+	x.e.slot = int32(i)
 }
 
 // now returns the store's time in Unix µs.
@@ -401,14 +587,24 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.n
+		n += len(sh.heap)
 		sh.mu.Unlock()
 	}
 	return n
 }
 
-// Evictions returns how many keys have been evicted to honour WithMaxKeys.
+// Evictions returns how many keys have been evicted to make room for new
+// ones under WithMaxKeys: expired keys, whose eviction forgets nothing (the
+// sweeper's removals are not counted), and the keys with usage that
+// LossyEvictions counts.
 func (s *Store) Evictions() int64 { return s.evictions.Load() }
+
+// LossyEvictions returns how many of Evictions forgot a key that still had
+// usage (not yet fully replenished): such a key's next request starts from
+// a fresh state, with its whole quota. A count that grows means the
+// WithMaxKeys bound is below the keys active within a Period, or a flood
+// of distinct keys.
+func (s *Store) LossyEvictions() int64 { return s.lossy.Load() }
 
 // Sweep removes every expired key now and returns how many it removed.
 // The background sweeper calls it; tests and callers may too.
@@ -418,14 +614,7 @@ func (s *Store) Sweep() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for k, head := range sh.m {
-			for e := head; e != nil; e = e.next {
-				if e.expires <= now {
-					sh.remove(k, e)
-					removed++
-				}
-			}
-		}
+		removed += sh.expire(now, math.MaxInt)
 		sh.mu.Unlock()
 	}
 	return removed

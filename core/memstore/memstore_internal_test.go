@@ -2,7 +2,9 @@ package memstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -20,6 +22,15 @@ func (c *manualClock) Now() time.Time { return c.t }
 
 var epoch = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
+func peek(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decision {
+	t.Helper()
+	d, err := s.Apply(context.Background(), core.Op{Kind: core.Peek, Key: key, Limits: limits})
+	if err != nil {
+		t.Fatalf("Apply(Peek, %.40q) error: %v", key, err)
+	}
+	return d
+}
+
 func take(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decision {
 	t.Helper()
 	d, err := s.Apply(context.Background(), core.Op{Key: key, Limits: limits, Cost: 1})
@@ -30,7 +41,7 @@ func take(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decisio
 }
 
 func TestFloodOfDistinctKeysStaysUnderMaxKeys(t *testing.T) {
-	const maxKeys, flood = 100_000, 1_000_000
+	const maxKeys, flood = 20_000, 200_000
 	clock := &manualClock{t: epoch}
 	s := New(WithMaxKeys(maxKeys), WithClock(clock), WithSweepInterval(0))
 	defer s.Close()
@@ -39,7 +50,7 @@ func TestFloodOfDistinctKeysStaysUnderMaxKeys(t *testing.T) {
 	for i := range flood {
 		buf = fmt.Appendf(buf[:0], "flood-%d", i)
 		take(t, s, string(buf), lim)
-		if i%100_000 == 0 {
+		if i%10_000 == 0 {
 			clock.t = clock.t.Add(time.Millisecond)
 			if n := s.Len(); n > maxKeys {
 				t.Fatalf("after %d keys Len() = %d, want ≤ %d", i+1, n, maxKeys)
@@ -52,11 +63,241 @@ func TestFloodOfDistinctKeysStaysUnderMaxKeys(t *testing.T) {
 	if ev := s.Evictions(); ev < flood-maxKeys {
 		t.Errorf("Evictions() = %d, want ≥ %d", ev, flood-maxKeys)
 	}
-	// A recently used key survives a flood better than the flood's own keys:
-	// eviction prefers the keys closest to expiry.
+	// The newest key is still there: no insert came after it to evict it.
 	d := take(t, s, fmt.Sprintf("flood-%d", flood-1), lim)
 	if d.Remaining != 8 {
 		t.Errorf("the newest flood key lost its state: Remaining = %d, want 8", d.Remaining)
+	}
+}
+
+// The bug this guards against: eviction by soonest expiry evicted an old
+// exhausted key of a window algorithm, whose window ends before a fresh
+// key's, and so gave it its whole quota back.
+func TestAFloodCannotBuyAnExhaustedKeyItsQuotaBack(t *testing.T) {
+	const maxKeys, flood = 10_000, 10 * 10_000
+	for _, alg := range []core.Algorithm{core.SlidingWindow, core.FixedWindow, core.GCRA, core.TokenBucket} {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := &manualClock{t: epoch.Add(time.Minute)}
+			s := New(WithMaxKeys(maxKeys), WithClock(clock), WithSweepInterval(0))
+			defer s.Close()
+			lim := core.PerHour(10).WithAlgorithm(alg)
+			for range 10 {
+				take(t, s, "exhausted", lim)
+			}
+			if d := take(t, s, "exhausted", lim); d.Allowed {
+				t.Fatalf("AllowN(exhausted, 1) after 10 of 10 = allowed, want denied")
+			}
+			// One request per key, a millisecond apart: 100 s in all, less
+			// than a token's refill (6 min) and inside the hour's window.
+			var buf []byte
+			for i := range flood {
+				clock.t = clock.t.Add(time.Millisecond)
+				buf = fmt.Appendf(buf[:0], "flood-%d", i)
+				take(t, s, string(buf), lim)
+				if n := s.Len(); n > maxKeys {
+					t.Fatalf("after %d flood keys Len() = %d, want ≤ %d", i+1, n, maxKeys)
+				}
+			}
+			if d := take(t, s, "exhausted", lim); d.Allowed {
+				t.Errorf("after a flood of %d keys AllowN(exhausted, 1) = allowed (Remaining %d), want denied", flood, d.Remaining)
+			}
+			// No flood key is replenished within the flood, so every
+			// eviction forgot usage.
+			evicted := int64(1 + flood - s.Len())
+			if ev, lossy := s.Evictions(), s.LossyEvictions(); ev != evicted || lossy != evicted {
+				t.Errorf("Evictions(), LossyEvictions() = %d, %d; want %d and %d (1 + %d keys, %d left)", ev, lossy, evicted, evicted, flood, s.Len())
+			}
+		})
+	}
+}
+
+// Lossless first: while a shard holds an expired key, no live key is
+// evicted, however unlucky the sample.
+func TestExpiredKeysAreEvictedBeforeAnyLiveOne(t *testing.T) {
+	const maxKeys = 1000
+	clock := &manualClock{t: epoch}
+	s := New(WithMaxKeys(maxKeys), WithShards(1), WithClock(clock), WithSweepInterval(0))
+	defer s.Close()
+	short, long := core.PerSecond(10), core.PerHour(10)
+	for i := range maxKeys / 2 {
+		take(t, s, fmt.Sprintf("short-%d", i), short)
+		take(t, s, fmt.Sprintf("live-%d", i), long)
+	}
+	if n, ev := s.Len(), s.Evictions(); n != maxKeys || ev != 0 {
+		t.Fatalf("after %d keys Len(), Evictions() = %d, %d; want %d and 0", maxKeys, n, ev, maxKeys)
+	}
+	clock.t = clock.t.Add(3 * time.Second) // the per-second keys are replenished after 2 s
+	for i := range maxKeys / 2 {
+		take(t, s, fmt.Sprintf("new-%d", i), long)
+	}
+	if ev, lossy := s.Evictions(), s.LossyEvictions(); ev != maxKeys/2 || lossy != 0 {
+		t.Errorf("after %d new keys in place of %d expired ones: Evictions(), LossyEvictions() = %d, %d; want %d and 0", maxKeys/2, maxKeys/2, ev, lossy, maxKeys/2)
+	}
+	for i := range maxKeys / 2 {
+		key := fmt.Sprintf("live-%d", i)
+		if d := peek(t, s, key, long); d.Remaining != 9 {
+			t.Fatalf("PeekN(%s, 0).Remaining = %d, want 9: a live key was evicted while expired ones remained", key, d.Remaining)
+		}
+	}
+	// Every key is live now: room for one more costs one lossy eviction.
+	take(t, s, "one-more", long)
+	if ev, lossy, n := s.Evictions(), s.LossyEvictions(), s.Len(); ev != maxKeys/2+1 || lossy != 1 || n != maxKeys {
+		t.Errorf("then one more key: Evictions(), LossyEvictions(), Len() = %d, %d, %d; want %d, 1, %d", ev, lossy, n, maxKeys/2+1, maxKeys)
+	}
+}
+
+// With a bound of evictSample keys in one shard, every eviction samples
+// every key, so which key goes is decided by the policy alone.
+func TestEvictionForgetsTheLeastInDebt(t *testing.T) {
+	type use struct {
+		key  string
+		at   time.Duration // since epoch
+		lim  core.Limit
+		cost int64
+	}
+	hour := core.PerHour(10)
+	minute := core.PerMinute(10)
+	fixed := core.PerMinute(10).WithAlgorithm(core.FixedWindow)
+	heavy := func(at time.Duration, lim core.Limit) []use { // seven keys, each 8 of 10 used
+		var us []use
+		for i := range 7 {
+			us = append(us, use{fmt.Sprintf("heavy-%d", i), at, lim, 8})
+		}
+		return us
+	}
+	for _, tc := range []struct {
+		name    string
+		uses    []use // in order; the last one arrives at a full shard
+		evicted string
+	}{
+		{
+			name:    "a newcomer evicts the key least in debt",
+			uses:    append(heavy(0, hour), use{"light", 0, hour, 3}, use{"newcomer", 0, hour, 1}),
+			evicted: "light",
+		},
+		{
+			name:    "a flood's keys evict each other, not the keys in debt",
+			uses:    append(heavy(0, hour)[:6], use{"exhausted", 0, hour, 10}, use{"flood-1", 0, hour, 1}, use{"flood-2", 0, hour, 1}),
+			evicted: "flood-1",
+		},
+		{
+			name: "debt is usage at eviction time, not when the key was last used",
+			// 10 of 10 a window ago weighs 10 × 15/60 now; the heavy keys 8.
+			uses:    append(heavy(105*time.Second, minute), use{"old", 30 * time.Second, minute, 10}, use{"newcomer", 105 * time.Second, minute, 1}),
+			evicted: "old",
+		},
+		{
+			name:    "among keys equally in debt, the one replenished soonest goes",
+			uses:    append(heavy(90*time.Second, minute)[:6], use{"old", 30 * time.Second, minute, 10}, use{"young", 90 * time.Second, minute, 5}, use{"newcomer", 90 * time.Second, minute, 1}),
+			evicted: "old", // 10 × 30/60 = 5, like young's, but replenished a window earlier
+		},
+		{
+			name: "a key in debt under another layout of its scope is kept",
+			// "multi" owes 10 of 10 per hour, and uses 1 of 10 per minute.
+			uses:    append(heavy(0, hour)[:6], use{"light", 0, hour, 2}, use{"multi", 0, hour, 10}, use{"multi", 0, fixed, 1}, use{"newcomer", 0, hour, 1}),
+			evicted: "light",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(WithMaxKeys(evictSample), WithShards(1), WithSweepInterval(0))
+			defer s.Close()
+			ctx := context.Background()
+			for _, u := range tc.uses {
+				op := core.Op{Key: u.key, Limits: []core.Limit{u.lim}, Cost: u.cost, Now: epoch.Add(u.at)}
+				if _, err := s.Apply(ctx, op); err != nil {
+					t.Fatalf("Apply(%s, %d) error: %v", u.key, u.cost, err)
+				}
+			}
+			keys := map[string]bool{}
+			for k := range s.shards[0].m {
+				keys[k] = true
+			}
+			for _, u := range tc.uses {
+				if got, want := keys[u.key], u.key != tc.evicted; got != want {
+					t.Errorf("key %q kept = %v, want %v (the evicted key should be %q)", u.key, got, want, tc.evicted)
+				}
+			}
+			if ev, lossy := s.Evictions(), s.LossyEvictions(); ev != 1 || lossy != 1 {
+				t.Errorf("Evictions(), LossyEvictions() = %d, %d; want 1 and 1", ev, lossy)
+			}
+		})
+	}
+}
+
+// checkHeap fails the test unless every shard's heap holds exactly the
+// shard's entries, in heap order, each placed no later than its expiry.
+func checkHeap(t *testing.T, s *Store, where string) {
+	t.Helper()
+	for i := range s.shards {
+		sh := &s.shards[i]
+		entries := 0
+		for k, head := range sh.m {
+			for e := head; e != nil; e = e.next {
+				entries++
+				if e.key != k {
+					t.Fatalf("%s: an entry under %q records its key as %q", where, k, e.key)
+				}
+				if int(e.slot) >= len(sh.heap) || sh.heap[e.slot].e != e {
+					t.Fatalf("%s: the entry of %q is not at its slot %d of the heap", where, k, e.slot)
+				}
+			}
+		}
+		if entries != len(sh.heap) {
+			t.Fatalf("%s: shard %d has %d entries and a heap of %d", where, i, entries, len(sh.heap))
+		}
+		for j, x := range sh.heap {
+			if x.at > x.e.expires {
+				t.Fatalf("%s: heap slot %d is at %d, after its entry expires (%d)", where, j, x.at, x.e.expires)
+			}
+			if p := (j - 1) / 2; j > 0 && sh.heap[p].at > x.at {
+				t.Fatalf("%s: heap slot %d (at %d) is before its parent %d (at %d)", where, j, x.at, p, sh.heap[p].at)
+			}
+		}
+	}
+}
+
+// Random operations of every kind, in two scopes, with layouts that come
+// and go, a clock that sometimes steps back, sweeps and evictions: the
+// expiry heap always matches the map.
+func TestTheExpiryHeapMatchesTheMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	clock := &manualClock{t: epoch}
+	s := New(WithMaxKeys(64), WithShards(1), WithClock(clock), WithSweepInterval(0))
+	defer s.Close()
+	limits := [][]core.Limit{
+		{core.PerSecond(3)},
+		{core.PerMinute(5).WithAlgorithm(core.GCRA)},
+		{core.PerSecond(10), core.PerMinute(50)},
+		{core.Per(2, 100*time.Millisecond).WithAlgorithm(core.FixedWindow)},
+	}
+	kinds := []core.Kind{core.Take, core.Take, core.Take, core.Peek, core.Charge, core.Refund, core.Refund, core.Reset}
+	ctx := context.Background()
+	for i := range 20_000 {
+		switch x := r.IntN(100); {
+		case x < 2:
+			clock.t = clock.t.Add(-time.Duration(r.Int64N(int64(time.Second)))) // a step back
+		case x < 98:
+			clock.t = clock.t.Add(time.Duration(r.Int64N(int64(2 * time.Millisecond))))
+		default:
+			clock.t = clock.t.Add(time.Duration(r.Int64N(int64(3 * time.Second))))
+		}
+		op := core.Op{
+			Kind:   kinds[r.IntN(len(kinds))],
+			Scope:  []string{"a", "b"}[r.IntN(2)],
+			Key:    fmt.Sprintf("k%d", r.IntN(400)),
+			Limits: limits[r.IntN(len(limits))],
+			Cost:   r.Int64N(4),
+		}
+		if _, err := s.Apply(ctx, op); err != nil {
+			t.Fatalf("step %d: Apply(%s %s/%s) error: %v", i, op.Kind, op.Scope, op.Key, err)
+		}
+		if r.IntN(50) == 0 {
+			s.Sweep()
+		}
+		checkHeap(t, s, fmt.Sprintf("step %d (%s %s/%s)", i, op.Kind, op.Scope, op.Key))
+	}
+	if s.Evictions() == 0 || s.LossyEvictions() == 0 || s.LossyEvictions() == s.Evictions() {
+		t.Errorf("Evictions(), LossyEvictions() = %d, %d; want both kinds of eviction exercised", s.Evictions(), s.LossyEvictions())
 	}
 }
 
@@ -111,6 +352,46 @@ func TestLongKeysAreHashedAndStayDistinct(t *testing.T) {
 				t.Errorf("a stored key is %d bytes long, want hashed to ≤ 64", len(k))
 			}
 		}
+	}
+}
+
+// A client who can choose its key may send the very string a long key is
+// stored under, or the digest in any form: it must not share the long
+// key's state.
+func TestAHashedKeyCannotBeNamedByAShortOne(t *testing.T) {
+	lim := core.PerHour(5)
+	long := strings.Repeat("x", 1000)
+	sum := sha256.Sum256([]byte(long))
+	for _, tc := range []struct {
+		name string
+		key  func(stored string) string
+	}{
+		{"the string the long key is stored under", func(stored string) string { return stored }},
+		{"the raw digest", func(string) string { return string(sum[:]) }},
+		{"the digest behind a NUL prefix", func(string) string { return "\x00sha256:" + string(sum[:]) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(WithSweepInterval(0), WithMaxKeyLen(64))
+			defer s.Close()
+			take(t, s, long, lim)
+			take(t, s, long, lim)
+			var stored []string
+			for i := range s.shards {
+				for k := range s.shards[i].m {
+					stored = append(stored, k)
+				}
+			}
+			if len(stored) != 1 || len(stored[0]) > 64 {
+				t.Fatalf("the store holds keys %q, want one of at most 64 bytes", stored)
+			}
+			short := tc.key(stored[0])
+			if d := take(t, s, short, lim); d.Remaining != 4 {
+				t.Errorf("AllowN(%q, 1) after two of the long key: Remaining = %d, want 4 (a key of its own)", short, d.Remaining)
+			}
+			if d := take(t, s, long, lim); d.Remaining != 2 {
+				t.Errorf("third AllowN of the long key: Remaining = %d, want 2", d.Remaining)
+			}
+		})
 	}
 }
 
@@ -260,7 +541,7 @@ func TestSmallAndZeroMaxKeys(t *testing.T) {
 	lim := core.PerMinute(3)
 	for _, tc := range []struct {
 		max, keys, atLeast int
-	}{{100, 200, 90}, {0, 5000, 5000}, {-1, 5000, 5000}} {
+	}{{3, 10, 3}, {100, 200, 90}, {0, 5000, 5000}, {-1, 5000, 5000}} {
 		s := New(WithMaxKeys(tc.max), WithSweepInterval(0))
 		for i := range tc.keys {
 			take(t, s, fmt.Sprintf("k%d", i), lim)

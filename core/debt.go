@@ -1,0 +1,93 @@
+package core
+
+import "time"
+
+// This file is for store authors: users of Limiter never need it.
+
+// Debt is for store authors whose store bounds its keys and must choose
+// which to forget. It returns the share of a limit's capacity that the
+// limit's state st holds at now (Unix µs): what forgetting st would forgive.
+//
+// Debt is 0 exactly when st equals a fresh state (the limit is fully
+// replenished, so forgetting it changes no decision), 1 when the limit is
+// exhausted or owes post-hoc debt (Charge) beyond its capacity, and in
+// between the usage at now divided by the capacity, that is
+// 1 − Remaining/Capacity with Remaining not yet floored. With Q = quota,
+// B = capacity, P = Period and the state rolled to now as Step rolls it:
+//
+//	FixedWindow     count / Q in the current window
+//	SlidingWindow   (prev·(P−e)/P + cur) / Q, e = time into the current window
+//	SlidingLog      (Σ costs of the entries younger than P) / Q
+//	BucketedWindow  (Σ counts of the last P/p buckets) / Q
+//	TokenBucket     (B − tokens) / B
+//	GCRA            max(TAT − t, 0) / (B·T), T = P/Q
+//	LeakyBucket     as GCRA
+//
+// The usage and the capacity are computed exactly, in integers, and divided
+// once, so Debt is the exact ratio rounded to a float64.
+//
+// quota and capacity are the Quota and Capacity() of the limit whose Step
+// last wrote st (a store keeps them beside the state); the rest of the limit
+// (algorithm, period, time unit, precision) is read from st.Ident. The zero
+// State is fresh: 0. A state Debt cannot read — an Ident that no limit of
+// that quota and capacity writes — counts as fully in debt: 1. Debt does
+// not change st (its Log included) and is safe for concurrent use.
+func Debt(st State, quota, capacity, now int64) float64 {
+	if st.Ident == 0 {
+		return 0
+	}
+	var sh shape
+	if !sh.layout(st.Ident, quota, capacity) {
+		return 1
+	}
+	sh.roll(&st, now) // st is a copy; roll only reslices its Log
+	used, full := sh.usage(&st)
+	switch {
+	case used <= 0:
+		return 0
+	case used >= full:
+		return 1
+	}
+	return float64(used) / float64(full)
+}
+
+// layout sets sh to the limit of quota and capacity whose state layout is id
+// (see ident), and reports whether there is one.
+func (sh *shape) layout(id uint64, quota, capacity int64) bool {
+	alg := Algorithm(id&15) - 1 // 0 wraps to an unknown algorithm
+	x := time.Duration(id >> 4 & 0xfff)
+	p := id >> 16
+	if p == 0 || p > uint64(MaxPeriod/time.Microsecond) {
+		return false
+	}
+	l := Limit{Quota: quota, Period: time.Duration(p) * time.Microsecond, Algorithm: alg}
+	if alg.rated() {
+		l.Burst = capacity
+	}
+	if alg == BucketedWindow {
+		if x == 0 {
+			return false
+		}
+		l.Precision = l.Period / x
+	}
+	return l.compile(sh) == nil && sh.id == id && sh.cap == capacity
+}
+
+// usage returns a rolled state's usage and the capacity, in the same unit:
+// Debt is used/full.
+func (sh *shape) usage(st *State) (used, full int64) {
+	switch sh.alg {
+	case FixedWindow:
+		return st.B, sh.q
+	case SlidingWindow:
+		return slidingUsed(sh, st), sh.q * sh.pt
+	case SlidingLog, BucketedWindow:
+		return st.A, sh.q
+	case TokenBucket:
+		full = sh.cap * sh.pt
+		return full - st.A, full
+	default:
+		_, debt, _ := gcraDebt(sh, st)
+		return debt, sh.cap * sh.pt
+	}
+}
