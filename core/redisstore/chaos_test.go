@@ -234,7 +234,10 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 			opts := []core.Option{core.Per(quota, core.MaxPeriod).WithAlgorithm(core.GCRA),
 				core.WithFailurePolicy(core.FailClosed)}
 			if tc.clock {
-				at := time.Now()
+				// On a tick boundary (this limit counts time in coarse ticks,
+				// at most a second): Remaining then reports usage exactly,
+				// not one tick's refill more, as it would between ticks.
+				at := time.Now().Truncate(time.Second)
 				opts = append(opts, core.WithClock(core.ClockFunc(func() time.Time { return at })))
 			}
 			lim, err := core.New(s, opts...)
