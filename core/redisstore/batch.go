@@ -235,6 +235,7 @@ func (s *Store) send(base context.Context, client Client, batch []*call) {
 		// A node refused without running them (the slot moved, the node is
 		// loading or no master any more): the cluster client follows the
 		// redirects and retries.
+		s.redirected.Add(int64(len(redirect)))
 		pipe = s.client.Pipeline()
 		for _, i := range redirect {
 			rearm(live[i].args)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +113,53 @@ func evalshaUsecPerCall(tb testing.TB, c *redis.Client) float64 {
 	}
 	tb.Fatal("INFO commandstats has no evalsha")
 	return 0
+}
+
+// BenchmarkWait measures what WithWait costs: decisions per second on a
+// master with one replica (both on loopback, started by the benchmark), 1
+// and 64 concurrent callers, with asynchronous replication (the default)
+// and with WithWait(1, 50ms), which ends each pipeline with WAIT 1:
+//
+//	go test -run '^$' -bench Wait -count 6 .
+func BenchmarkWait(b *testing.B) {
+	master := startNode(b, freeAddr(b), "--repl-diskless-sync-delay", "0")
+	host, port, _ := strings.Cut(master.addr, ":")
+	startNode(b, freeAddr(b), "--replicaof", host, port)
+	c := redis.NewClient(&redis.Options{Addr: master.addr, ContextTimeoutEnabled: true})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if n, _ := c.Do(context.Background(), "WAIT", 1, 100).Int64(); n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the replica did not connect within 10s")
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{{"async", nil}, {"wait=1", []Option{WithWait(1, 50*time.Millisecond)}}} {
+		for _, callers := range []int{1, 64} {
+			b.Run(tc.name+"/callers="+strconv.Itoa(callers), func(b *testing.B) {
+				s := newStore(b, c, tc.opts...)
+				lim, err := core.New(s, core.Per(1e9, time.Second).WithAlgorithm(core.GCRA), core.WithTimeout(time.Second))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetParallelism(max(callers/2, 1)) // × GOMAXPROCS (2 here)
+				var n atomic.Int64
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					key := "k" + strconv.FormatInt(n.Add(1), 10)
+					for pb.Next() {
+						if _, err := lim.Allow(context.Background(), key); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+			})
+		}
+	}
 }

@@ -601,3 +601,73 @@ func TestReplicationLoss(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterResharding moves slots between masters under load: the
+// moved keys' operations meet MOVED and ASK replies, which prove the script
+// did not run; they are sent again where the slot now is, and no decision
+// fails or is counted twice.
+func TestClusterResharding(t *testing.T) {
+	tcl := startCluster(t, 3)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: tcl.addrs(), ContextTimeoutEnabled: true})
+	defer c.Close()
+	s := newStore(t, c)
+	lim, err := core.New(s, core.Per(50, core.MaxPeriod).WithAlgorithm(core.GCRA), core.WithFailurePolicy(core.FailClosed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := newFailoverLoad(s, lim, 500, 50)
+	from := fl.part[fl.keys[0]]
+	var to string
+	for _, p := range fl.part {
+		if p != from {
+			to = p
+			break
+		}
+	}
+	id := func(addr string) string {
+		id, err := tcl.client(tcl.server(addr)).Do(context.Background(), "CLUSTER", "MYID").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	stop := make(chan struct{})
+	fl.markKill() // count from here: every decision of the load
+	wg := fl.run(lim, 16, stop)
+	time.Sleep(300 * time.Millisecond)
+	out, err := exec.Command("redis-cli", "--cluster", "reshard", from, "--cluster-from", id(from), "--cluster-to", id(to),
+		"--cluster-slots", "2000", "--cluster-yes").CombinedOutput()
+	if err != nil {
+		close(stop)
+		wg.Wait()
+		t.Fatalf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	moved := 0
+	for _, k := range fl.keys {
+		if fl.part[k] == from && s.Part(lim.Name(), k) == to {
+			moved++
+		}
+	}
+	var decided, errs int64
+	for p := range fl.storeAfter {
+		decided += fl.storeAfter[p]
+		errs += fl.errsAfter[p]
+	}
+	over, total := fl.overAdmitted()
+	t.Logf("%d of %d keys moved from %s to %s; %d operations sent again after a refusal; %d store decisions, %d errors %q; %d admissions, %d beyond the quota",
+		moved, len(fl.keys), from, to, s.redirected.Load(), decided, errs, fl.errSample, total, over)
+	if moved == 0 || s.redirected.Load() == 0 {
+		t.Fatal("no key moved, or no operation met a redirect: the test tested nothing")
+	}
+	if errs != 0 {
+		t.Errorf("%d decisions failed while slots moved, want none", errs)
+	}
+	if over != 0 {
+		t.Errorf("%d admissions beyond the quota while slots moved: a decision ran twice", over)
+	}
+}

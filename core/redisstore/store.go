@@ -59,8 +59,10 @@ type Store struct {
 	closed atomic.Bool
 	clock  *serverClock // the server's clock, for deadlines (deadline.go)
 
-	// Operations undone because their callers had given up (compensate).
-	undone, undoFailed atomic.Int64
+	// Operations undone because their callers had given up (compensate),
+	// and sent again through the cluster client after a node refused them
+	// unrun (nodes.go).
+	undone, undoFailed, redirected atomic.Int64
 
 	// ARGV[6], the limits' parameters, formatted once per set of limits
 	// (see params), with the script for them: at most maxArgCache entries,
