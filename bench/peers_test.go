@@ -13,6 +13,8 @@ import (
 	ulule "github.com/ulule/limiter/v3"
 	ululemem "github.com/ulule/limiter/v3/drivers/store/memory"
 	"golang.org/x/time/rate"
+
+	"github.com/tollgate/tollgate/core"
 )
 
 // A scenario is the limit every library is configured with for one case.
@@ -47,7 +49,10 @@ type library struct {
 func libraries() []library {
 	return []library{
 		{"tollgate", newTollgate},
+		{"tollgate-gcra", func(tb testing.TB, s scenario) decider { return newTollgateOf(tb, s, core.GCRA) }},
+		{"tollgate-tokenbucket", func(tb testing.TB, s scenario) decider { return newTollgateOf(tb, s, core.TokenBucket) }},
 		{"xrate", newXRate},
+		{"xrate-syncmap", newXRateSyncMap},
 		{"sethvargo", newSethvargo},
 		{"throttled", newThrottled},
 		{"ulule", newUlule},
@@ -65,6 +70,33 @@ type xrateKeyed struct {
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
+}
+
+// xrateSyncMap is x/time/rate in a sync.Map, the lock-free variant some
+// users write: a Load on the existing-key path, LoadOrStore on a new key.
+type xrateSyncMap struct {
+	r        rate.Limit
+	b        int
+	limiters sync.Map // string → *rate.Limiter
+}
+
+func newXRateSyncMap(tb testing.TB, s scenario) decider {
+	k := &xrateSyncMap{}
+	switch s {
+	case allowAll:
+		k.r, k.b = 1e9, 1e9
+	case denyAfterOne:
+		k.r, k.b = rate.Every(time.Hour), 1
+	}
+	return k
+}
+
+func (k *xrateSyncMap) allow(_ context.Context, key string) (bool, error) {
+	v, ok := k.limiters.Load(key)
+	if !ok {
+		v, _ = k.limiters.LoadOrStore(key, rate.NewLimiter(k.r, k.b))
+	}
+	return v.(*rate.Limiter).Allow(), nil
 }
 
 func newXRate(tb testing.TB, s scenario) decider {

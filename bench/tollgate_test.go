@@ -9,11 +9,15 @@ import (
 )
 
 // tollgateLimiter is Tollgate as its users write it: core.New on a
-// memstore.New() with default options and one limit of the default
-// algorithm (SlidingWindow), called through Limiter.Allow.
+// memstore.New() with default options and one limit, called through
+// Limiter.Allow: of the default algorithm (SlidingWindow), or of GCRA or
+// TokenBucket (newTollgateOf).
 type tollgateLimiter struct{ l *core.Limiter }
 
-func newTollgate(tb testing.TB, s scenario) decider {
+func newTollgate(tb testing.TB, s scenario) decider { return newTollgateOf(tb, s, core.SlidingWindow) }
+
+// newTollgateOf returns Tollgate with a limit of algorithm a.
+func newTollgateOf(tb testing.TB, s scenario, a core.Algorithm) decider {
 	st := memstore.New()
 	tb.Cleanup(func() {
 		if err := st.Close(); err != nil {
@@ -24,7 +28,7 @@ func newTollgate(tb testing.TB, s scenario) decider {
 	if s == denyAfterOne {
 		limit = core.PerHour(1)
 	}
-	l, err := core.New(st, limit)
+	l, err := core.New(st, limit.WithAlgorithm(a))
 	if err != nil {
 		tb.Fatalf("core.New: %v", err)
 	}

@@ -1,6 +1,6 @@
 package core
 
-import "strconv"
+import "github.com/tollgate/tollgate/core/engine"
 
 // Algorithm selects how a Limit counts. The zero value is SlidingWindow.
 // Each algorithm's math is documented on its constant and implemented as a
@@ -68,23 +68,8 @@ const (
 	numAlgorithms
 )
 
-var algorithmNames = [numAlgorithms]string{
-	SlidingWindow:  "sliding-window",
-	FixedWindow:    "fixed-window",
-	SlidingLog:     "sliding-log",
-	BucketedWindow: "bucketed-window",
-	TokenBucket:    "token-bucket",
-	GCRA:           "gcra",
-	LeakyBucket:    "leaky-bucket",
-}
-
 // String returns the algorithm's name, e.g. "sliding-window".
-func (a Algorithm) String() string {
-	if a < numAlgorithms {
-		return algorithmNames[a]
-	}
-	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
-}
+func (a Algorithm) String() string { return engine.Algorithm(a).String() }
 
 // Algorithms lists every algorithm, in declaration order.
 func Algorithms() []Algorithm {

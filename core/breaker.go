@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // Breaker configures the circuit breaker of a Limiter whose store is not
@@ -352,11 +354,11 @@ func (bs *breakers) make(part string) *breaker {
 const maxParts = 1024
 
 // of returns the breaker of the part holding op's key.
-func (bs *breakers) of(op *Op) *breaker {
+func (bs *breakers) of(op *engine.Op) *breaker {
 	if bs.parts == nil {
 		return bs.whole
 	}
-	part := bs.parts.Part(op.Scope, op.Key)
+	part := bs.parts.Part(op.Plan.Scope, op.Key)
 	if part == "" {
 		return bs.whole
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // Never is the RetryAfter of a cost that can never pass: one larger than the
@@ -27,6 +29,10 @@ type LimitState struct {
 	RetryAfter time.Duration
 	// Delay is, for an admitted LeakyBucket cost, its queueing delay.
 	Delay time.Duration
+	// EffectiveWindow is how long, from now, the key can use no more than
+	// Remaining units under Limit: had it used them all at once, one more
+	// unit would pass after it. It is draft-11's t (see Decision).
+	EffectiveWindow time.Duration
 }
 
 // A Decision is the outcome of one operation over one key's limits.
@@ -54,6 +60,16 @@ type Decision struct {
 	// Delay is, for LeakyBucket limits, how long an admitted request must
 	// wait in the queue before it is served; 0 otherwise.
 	Delay time.Duration
+	// EffectiveWindow is how long, from now, the key can use no more than
+	// Remaining units under Limit: had it used them all at once, one more
+	// unit would pass after it (at the next window for a fixed window; when
+	// a unit's weight has slid out, for a sliding window; when a unit has
+	// refilled, for a token bucket or GCRA). It is
+	// draft-ietf-httpapi-ratelimit-headers-11's effective window, t: "the
+	// number of seconds within which the client can use no more than the
+	// available quota". It is never more than RetryAfter for a cost of one
+	// unit or more, and, unlike ResetAfter, never overstates the wait.
+	EffectiveWindow time.Duration
 	// States holds every limit's state, in the order of the limits, when the
 	// operation covered more than one limit. For a single limit it is nil and
 	// the Decision's own fields are that limit's state: use Each to visit the
@@ -100,5 +116,48 @@ func (d *Decision) Each(fn func(LimitState)) {
 		}
 		return
 	}
-	fn(LimitState{Limit: d.Limit, Allowed: d.Allowed, Remaining: d.Remaining, ResetAfter: d.ResetAfter, RetryAfter: d.RetryAfter, Delay: d.Delay})
+	fn(LimitState{Limit: d.Limit, Allowed: d.Allowed, Remaining: d.Remaining, ResetAfter: d.ResetAfter,
+		RetryAfter: d.RetryAfter, Delay: d.Delay, EffectiveWindow: d.EffectiveWindow})
+}
+
+// decision builds the Decision of an operation of cost on limits (those of
+// the operation's plan, in order) from the store's Result.
+func decision(limits []Limit, cost int64, res *engine.Result) Decision {
+	d := Decision{
+		Allowed:         res.Allowed,
+		Cost:            cost,
+		Remaining:       res.Remaining,
+		ResetAfter:      micros(res.Reset),
+		EffectiveWindow: micros(res.Window),
+	}
+	if uint(res.Binding) < uint(len(limits)) {
+		d.Limit = limits[res.Binding]
+	}
+	if res.Allowed {
+		d.Delay = micros(res.Delay)
+	} else {
+		d.RetryAfter = micros(res.Retry)
+	}
+	if n := len(res.Limits); n > 1 && n == len(limits) {
+		d.States = make([]LimitState, n)
+		for i := range res.Limits {
+			r := &res.Limits[i]
+			d.States[i] = LimitState{Limit: limits[i], Allowed: r.Allowed, Remaining: r.Remaining,
+				ResetAfter: micros(r.Reset), Delay: micros(r.Delay), EffectiveWindow: micros(r.Window)}
+			if !r.Allowed {
+				d.States[i].RetryAfter = micros(r.Retry)
+				d.States[i].Delay = 0
+			}
+		}
+	}
+	return d
+}
+
+// micros converts µs to a Duration; a negative value means Never, and so
+// does a wait too long for a Duration (a clock centuries behind a state's).
+func micros(us int64) time.Duration {
+	if us < 0 || us > int64(Never/time.Microsecond) {
+		return Never
+	}
+	return time.Duration(us) * time.Microsecond
 }

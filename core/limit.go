@@ -2,39 +2,34 @@ package core
 
 import (
 	"fmt"
-	"math/bits"
 	"strconv"
 	"time"
+
+	"github.com/tollgate/tollgate/core/engine"
 )
 
-// Bounds that Validate enforces. With the choice of a time unit (see the
-// package doc) they keep the algorithms' values within 2^53, so the
-// in-memory store (int64) and the Redis store (Lua doubles) compute
-// bit-identical decisions.
+// Bounds that Validate enforces. They keep every intermediate product of the
+// algorithms below 2^53, so the in-memory store (int64) and the Redis store
+// (Lua doubles) compute bit-identical decisions.
 const (
 	// MaxPeriod is the longest Period: 400 days.
-	MaxPeriod = 400 * 24 * time.Hour
+	MaxPeriod = engine.MaxPeriod
 	// MaxQuota is the largest Quota or Burst: 2^47.
-	MaxQuota = 1 << 47
+	MaxQuota = engine.MaxQuota
 	// MaxBuckets is the largest Period/Precision of a BucketedWindow.
-	MaxBuckets = 1024
+	MaxBuckets = engine.MaxBuckets
 	// MaxLogQuota is the largest Quota of a SlidingLog, whose memory grows
 	// with it: one entry per admitted request.
-	MaxLogQuota = 1 << 16
-	// MaxNameLen is the longest Limit name, in bytes.
-	MaxNameLen = 128
+	MaxLogQuota = engine.MaxLogQuota
+	// MaxNameLen is the longest Limit or Limiter name, in bytes.
+	MaxNameLen = engine.MaxScopeLen
 	// DebtFactor bounds post-hoc overage: Charge can push a limit's usage to
 	// at most DebtFactor times its capacity (per window, for SlidingWindow,
-	// which weighs two); beyond that it saturates. Overage on FixedWindow,
-	// SlidingLog and BucketedWindow is forgiven when its window or entries
-	// expire; TokenBucket, GCRA and LeakyBucket repay it at Q per P.
-	DebtFactor = 64
-
-	// productBound is the bound on capacity × period-in-ticks.
-	productBound = 1 << 47
-	// maxDrain bounds, in µs, how long the largest debt of a rated limit
-	// takes to drain: about 71 years.
-	maxDrain = 1 << 51
+	// which weighs two), up to one rounding unit more on a coarse tick;
+	// beyond that it saturates. Overage on FixedWindow, SlidingLog and
+	// BucketedWindow is forgiven when its window or entries expire;
+	// TokenBucket, GCRA and LeakyBucket repay it at Q per P.
+	DebtFactor = engine.DebtFactor
 )
 
 // A Limit allows Quota cost units per Period, counted by Algorithm.
@@ -135,8 +130,8 @@ func (l Limit) Validate() error {
 	if err := l.validateName(); err != nil {
 		return err
 	}
-	var sh shape
-	return l.compile(&sh)
+	_, err := l.compile()
+	return err
 }
 
 func (l *Limit) validateName() error {
@@ -169,115 +164,9 @@ func isPrintableASCII(s string) bool {
 	return true
 }
 
-// shape is a Limit in the integer units the algorithms compute in.
-type shape struct {
-	alg  Algorithm
-	q    int64 // Quota
-	cap  int64 // Capacity
-	p    int64 // Period in µs
-	tick int64 // time unit of the rated algorithms and SlidingWindow, µs
-	pt   int64 // Period in ticks
-	prec int64 // BucketedWindow bucket size, µs
-	n    int64 // BucketedWindow bucket count
-	id   uint64
-
-	// Position of the current call, set by roll.
-	tt int64 // now in ticks, rounded down
-	e  int64 // SlidingWindow: ticks elapsed in window st.A
-	rc int64 // rated algorithms: refill since tick tt, rounded up (see since)
-}
-
-// compile validates l's numbers and converts them to integer units. It does
+// compile validates l's numbers and compiles them for the engine. It does
 // not check Name, which no computation reads (Validate does).
-func (l *Limit) compile(s *shape) error {
-	switch {
-	case l.Algorithm >= numAlgorithms:
-		return l.invalid("unknown algorithm %d", l.Algorithm)
-	case l.Quota < 1:
-		return l.invalid("quota %d must be at least 1", l.Quota)
-	case l.Quota > MaxQuota:
-		return l.invalid("quota %d exceeds %d", l.Quota, int64(MaxQuota))
-	case l.Period < time.Microsecond:
-		return l.invalid("period %v must be at least 1µs", l.Period)
-	case l.Period > MaxPeriod:
-		return l.invalid("period %v exceeds %v", l.Period, MaxPeriod)
-	case l.Period%time.Microsecond != 0:
-		return l.invalid("period %v is not a whole number of microseconds", l.Period)
-	case l.Burst < 0:
-		return l.invalid("burst %d must be at least 1 (or 0 for the default, Quota)", l.Burst)
-	case l.Burst > MaxQuota:
-		return l.invalid("burst %d exceeds %d", l.Burst, int64(MaxQuota))
-	}
-	s.alg, s.q, s.cap = l.Algorithm, l.Quota, l.Capacity()
-	s.p = int64(l.Period) / 1000
-	s.tick, s.pt, s.prec, s.n = 1, s.p, 0, 0
-	switch s.alg {
-	case SlidingLog:
-		if s.q > MaxLogQuota {
-			return l.invalid("sliding-log quota %d exceeds %d; use sliding-window or bucketed-window", s.q, MaxLogQuota)
-		}
-	case BucketedWindow:
-		prec := l.Precision
-		if prec == 0 {
-			prec = l.Period / 10
-			if prec%time.Microsecond != 0 || prec == 0 {
-				return l.invalid("period %v has no default precision; set Precision", l.Period)
-			}
-		}
-		switch {
-		case prec < 0:
-			return l.invalid("precision %v is negative", prec)
-		case prec > l.Period || l.Period%prec != 0 || prec%time.Microsecond != 0:
-			return l.invalid("precision %v does not divide period %v into whole microsecond buckets", prec, l.Period)
-		case l.Period/prec > MaxBuckets:
-			return l.invalid("period %v / precision %v is more than %d buckets", l.Period, prec, MaxBuckets)
-		}
-		s.prec = int64(prec / time.Microsecond)
-		s.n = s.p / s.prec
-	case SlidingWindow, TokenBucket, GCRA, LeakyBucket:
-		// Products capacity × period must stay under productBound; long
-		// periods with large quotas compute in a coarser time unit, rounded
-		// never to be more permissive than exact (see roll and since).
-		if hi, lo := bits.Mul64(uint64(s.cap), uint64(s.p)); hi == 0 && lo <= productBound {
-			break // the common case: microseconds
-		}
-		for s.tick = 10; ; s.tick *= 10 {
-			if s.tick > 1_000_000 {
-				return l.invalid("capacity %d × period %v is too large to compute exactly", s.cap, l.Period)
-			}
-			if s.p%s.tick != 0 {
-				continue
-			}
-			s.pt = s.p / s.tick
-			if hi, lo := bits.Mul64(uint64(s.cap), uint64(s.pt)); hi == 0 && lo <= productBound {
-				break
-			}
-		}
-		if s.alg.rated() {
-			// A full debt (DebtFactor × capacity) drains in
-			// DebtFactor·⌈cap/q⌉ periods: keep that wait within maxDrain,
-			// so waits stay exact (below 2^53 µs) and fit a Duration.
-			if drain := ceilDiv(s.cap, s.q); drain > maxDrain/DebtFactor/s.p {
-				return l.invalid("burst %d drains at %d per %v: a full debt would take longer than %v", s.cap, s.q, l.Period, time.Duration(maxDrain)*time.Microsecond)
-			}
-		}
-	}
-	s.id = s.ident()
-	return nil
-}
-
-// ident identifies the layout of a limit's state: algorithm, period and time
-// unit (or bucket count). A state written under another ident is discarded,
-// so changing a key's Quota or Burst keeps its usage while changing its
-// Algorithm, Period or Precision starts afresh. Never 0.
-func (s *shape) ident() uint64 {
-	var x int64 // bucket count (≤ MaxBuckets), or log10 of the tick (≤ 6)
-	if s.alg == BucketedWindow {
-		x = s.n
-	} else {
-		for t := s.tick; t > 1; t /= 10 {
-			x++
-		}
-	}
-	return uint64(s.alg+1) | uint64(x)<<4 | uint64(s.p)<<16 // p < 2^46
+func (l *Limit) compile() (engine.Limit, error) {
+	return engine.Compile(engine.Spec{Name: l.Name, Algorithm: engine.Algorithm(l.Algorithm), Quota: l.Quota,
+		Period: l.Period, Burst: l.Burst, Precision: l.Precision})
 }

@@ -257,14 +257,6 @@ func TestAlgorithmString(t *testing.T) {
 	}
 }
 
-func TestKindString(t *testing.T) {
-	for k, want := range map[core.Kind]string{core.Take: "take", core.Peek: "peek", core.Charge: "charge", core.Refund: "refund", core.Reset: "reset", core.Kind(9): "Kind(9)"} {
-		if got := k.String(); got != want {
-			t.Errorf("Kind(%d).String() = %q, want %q", k, got, want)
-		}
-	}
-}
-
 // A rated limit whose largest debt would drain for centuries cannot be
 // computed exactly (nor its waits fit a Duration): Validate rejects it.
 func TestValidateRejectsRatedLimitsThatDrainForCenturies(t *testing.T) {

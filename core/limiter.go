@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"time"
+
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // A Limiter applies a set of limits, kept in a Store, to keys. It is safe
@@ -16,9 +18,11 @@ import (
 type Limiter struct {
 	store    Store
 	limits   []Limit
+	plan     *engine.Plan // the limits compiled; nil when there are none
 	limitsFn func(ctx context.Context, key string) []Limit
+	plans    plans // WithLimitsFunc's limits compiled (plans.go)
 	clock    Clock
-	scope    string // Op.Scope of every operation
+	scope    string // the scope of every plan
 	named    bool   // scope set by WithName
 
 	// Failure handling (policy.go, breaker.go); unused when the store is
@@ -26,7 +30,8 @@ type Limiter struct {
 	inProcess   bool
 	timeout     time.Duration
 	policy      FailurePolicy
-	fbLimits    []Limit // limits under Fallback with FleetSize: the share of each
+	fbLimits    []Limit      // Fallback with FleetSize: the share of each of the limits
+	fbPlan      *engine.Plan // and their plan
 	hook        func(ctx context.Context, key string, err error)
 	breakerConf Breaker
 	breakers    *breakers // nil: off, or InProcess
@@ -117,8 +122,17 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 	if !l.named {
 		l.scope = defaultScope(l.limits)
 	}
-	if l.policy.mode == failFallback && l.policy.fleet > 1 && len(l.limits) > 0 {
-		l.fbLimits = shareOf(l.limits, l.policy.fleet)
+	if len(l.limits) > 0 {
+		var err error
+		if l.plan, err = compilePlan(l.scope, l.limits); err != nil {
+			return nil, err
+		}
+		if l.policy.mode == failFallback && l.policy.fleet > 1 {
+			l.fbLimits = shareOf(l.limits, l.policy.fleet)
+			if l.fbPlan, err = compilePlan(l.scope, l.fbLimits); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if !l.inProcess && !l.breakerConf.Disabled {
 		l.breakers = newBreakers(l.breakerConf, l.timeout, store, nil)
@@ -191,7 +205,7 @@ func (l *Limiter) Limits(ctx context.Context, key string) []Limit {
 
 // Allow is shorthand for AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, Take, key, 1)
+	return l.do(ctx, engine.Take, key, 1)
 }
 
 // AllowN takes cost units from every limit of key if all of them admit it,
@@ -199,19 +213,19 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // RetryAfter Never. Being denied is not an error; an error means invalid
 // input (a negative cost, an empty key) or a failing store.
 func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, Take, key, cost)
+	return l.do(ctx, engine.Take, key, cost)
 }
 
 // Peek reports the state of key's limits without changing it: Allowed is
 // false only while usage exceeds a quota, after a Charge.
 // It is shorthand for PeekN(ctx, key, 0).
 func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, Peek, key, 0)
+	return l.do(ctx, engine.Peek, key, 0)
 }
 
 // PeekN reports what AllowN(ctx, key, cost) would decide, changing nothing.
 func (l *Limiter) PeekN(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, Peek, key, cost)
+	return l.do(ctx, engine.Peek, key, cost)
 }
 
 // Charge adds cost to every limit of key unconditionally: the post-hoc part
@@ -219,42 +233,42 @@ func (l *Limiter) PeekN(ctx context.Context, key string, cost int64) (Decision, 
 // (up to DebtFactor times the capacity), so later requests wait. The
 // Decision reports the state after the charge, as Peek would.
 func (l *Limiter) Charge(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, Charge, key, cost)
+	return l.do(ctx, engine.Charge, key, cost)
 }
 
 // Refund gives cost back to every limit of key, never below zero usage: the
 // unused part of an estimate, or a failed request. The Decision reports the
 // state after the refund, as Peek would.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, Refund, key, cost)
+	return l.do(ctx, engine.Refund, key, cost)
 }
 
 // Reset forgets key: every limit is fully replenished.
 func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, Reset, key, 0)
+	return l.do(ctx, engine.Reset, key, 0)
 }
 
-func (l *Limiter) do(ctx context.Context, kind Kind, key string, cost int64) (Decision, error) {
-	op := Op{Kind: kind, Scope: l.scope, Key: key, Limits: l.limits, Cost: cost}
+func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int64) (Decision, error) {
+	limits, plan := l.limits, l.plan
 	if l.limitsFn != nil {
-		op.Limits = l.Limits(ctx, key)
-		// Stores check the numbers; names reach response headers, so the
-		// Limiter checks those of limits it did not validate in New.
-		for i := range op.Limits {
-			if err := op.Limits[i].validateName(); err != nil {
-				return Decision{}, err
-			}
+		var err error
+		if limits, plan, err = l.planFor(ctx, key); err != nil {
+			return Decision{}, err
 		}
 	}
+	op := engine.Op{Plan: plan, Key: key, Kind: kind, Cost: cost}
 	if l.clock != nil {
-		op.Now = l.clock.Now()
+		op.Now = l.clock.Now().UnixMicro()
 	}
 	if !l.inProcess {
-		return l.remote(ctx, &op)
+		return l.remote(ctx, op, limits)
 	}
-	d, err := l.store.Apply(ctx, op)
-	if err != nil && isFailure(ctx, err) {
-		return l.fail(ctx, &op, err)
+	res, err := l.store.Apply(ctx, op)
+	if err != nil {
+		if isFailure(ctx, err) {
+			return l.fail(ctx, op, limits, err)
+		}
+		return Decision{}, err
 	}
-	return d, err
+	return decision(limits, cost, &res), nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // DefaultTimeout bounds each store call of a Limiter whose store is not
@@ -163,52 +165,53 @@ func isFailure(ctx context.Context, err error) bool {
 	return ctx.Err() == nil
 }
 
-// remote applies op on a store that is not InProcess: through the breaker,
-// under the timeout, with the failure policy.
-func (l *Limiter) remote(ctx context.Context, op *Op) (Decision, error) {
+// remote applies op on a store that is not InProcess, for limits (those of
+// op's plan): through the breaker, under the timeout, with the failure
+// policy.
+func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit) (Decision, error) {
 	var b *breaker
 	if l.breakers != nil {
-		b = l.breakers.of(op)
+		b = l.breakers.of(&op)
 	}
 	var start int64
 	if b != nil {
 		start = b.now()
 		if !b.allow(start) {
-			return l.fail(ctx, op, errOpen)
+			return l.fail(ctx, op, limits, errOpen)
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	d, err := l.store.Apply(cctx, *op)
+	res, err := l.store.Apply(cctx, op)
 	cancel()
 	switch {
 	case err == nil:
 		if b != nil {
 			b.success(b.now())
 		}
-		return d, nil
+		return decision(limits, op.Cost, &res), nil
 	case !isFailure(ctx, err):
-		return d, err
+		return Decision{}, err
 	}
 	if b != nil {
 		b.failure(start, b.now(), err)
 	}
-	return l.fail(ctx, op, err)
+	return l.fail(ctx, op, limits, err)
 }
 
 // fail reports err to the hook and applies the failure policy.
-func (l *Limiter) fail(ctx context.Context, op *Op, err error) (Decision, error) {
+func (l *Limiter) fail(ctx context.Context, op engine.Op, limits []Limit, err error) (Decision, error) {
 	if l.hook != nil {
 		l.hook(ctx, op.Key, err)
 	}
 	switch l.policy.mode {
 	case failOpen:
 		d := Decision{Allowed: true, Cost: op.Cost, Source: FromFailOpen}
-		if len(op.Limits) > 0 {
-			d.Limit = op.Limits[0]
+		if len(limits) > 0 {
+			d.Limit = limits[0]
 		}
 		return d, nil
 	case failFallback:
-		return l.fallback(ctx, op, err)
+		return l.fallback(ctx, op, limits, err)
 	}
 	if err == errOpen {
 		return Decision{}, err
@@ -217,30 +220,35 @@ func (l *Limiter) fail(ctx context.Context, op *Op, err error) (Decision, error)
 }
 
 // fallback decides op on the Fallback store, under its share of the limits.
-func (l *Limiter) fallback(ctx context.Context, op *Op, err error) (Decision, error) {
+func (l *Limiter) fallback(ctx context.Context, op engine.Op, limits []Limit, err error) (Decision, error) {
 	fb := l.policy.fallback
-	fop := *op
 	if l.policy.fleet > 1 {
-		if len(op.Limits) > 0 && len(l.fbLimits) > 0 && &op.Limits[0] == &l.limits[0] {
-			fop.Limits = l.fbLimits
+		if op.Plan == l.plan && l.fbPlan != nil {
+			op.Plan, limits = l.fbPlan, l.fbLimits
 		} else {
-			fop.Limits = shareOf(op.Limits, l.policy.fleet)
+			limits = shareOf(limits, l.policy.fleet)
+			p, perr := compilePlan(op.Plan.Scope, limits)
+			if perr != nil {
+				return Decision{}, perr
+			}
+			op.Plan = p
 		}
 	}
 	cctx, cancel := ctx, context.CancelFunc(nil)
 	if _, ok := fb.(InProcess); !ok {
 		cctx, cancel = context.WithTimeout(ctx, l.timeout)
 	}
-	d, ferr := fb.Apply(cctx, fop)
+	res, ferr := fb.Apply(cctx, op)
 	if cancel != nil {
 		cancel()
 	}
 	if ferr == nil {
+		d := decision(limits, op.Cost, &res)
 		d.Source = FromFallback
 		return d, nil
 	}
 	if !isFailure(ctx, ferr) {
-		return d, ferr
+		return Decision{}, ferr
 	}
 	if l.hook != nil {
 		l.hook(ctx, op.Key, ferr)

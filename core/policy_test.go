@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/core/memstore"
 )
 
@@ -27,18 +28,18 @@ type flakyStore struct {
 	hadDeadline atomic.Bool
 }
 
-func (s *flakyStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+func (s *flakyStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
 	s.calls.Add(1)
 	_, ok := ctx.Deadline()
 	s.hadDeadline.Store(ok)
 	if s.hang.Load() {
 		<-ctx.Done()
-		return core.Decision{}, fmt.Errorf("flaky: %w", ctx.Err())
+		return engine.Result{}, fmt.Errorf("flaky: %w", ctx.Err())
 	}
 	if e := s.err.Load(); e != nil {
-		return core.Decision{}, *e
+		return engine.Result{}, *e
 	}
-	return core.Decision{Allowed: true, Cost: op.Cost, Limit: op.Limits[0], Remaining: 1}, nil
+	return engine.Result{Allowed: true, Remaining: 1}, nil
 }
 
 func (s *flakyStore) Close() error { return nil }
@@ -217,10 +218,10 @@ func TestBreakerOpensOnAFailureRate(t *testing.T) {
 // alternatingStore fails every other call.
 type alternatingStore struct{ flakyStore }
 
-func (s *alternatingStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+func (s *alternatingStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
 	if s.calls.Load()%2 == 1 {
 		s.calls.Add(1)
-		return core.Decision{}, errDown
+		return engine.Result{}, errDown
 	}
 	return s.flakyStore.Apply(ctx, op)
 }
@@ -366,9 +367,9 @@ type sharedStore struct {
 	down atomic.Bool
 }
 
-func (s *sharedStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+func (s *sharedStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
 	if s.down.Load() {
-		return core.Decision{}, errDown
+		return engine.Result{}, errDown
 	}
 	return s.ms.Apply(ctx, op)
 }
@@ -429,10 +430,10 @@ func (s *partedStore) Part(_, key string) string {
 	return "B"
 }
 
-func (s *partedStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
-	if s.Part(op.Scope, op.Key) == "A" {
+func (s *partedStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
+	if s.Part(op.Plan.Scope, op.Key) == "A" {
 		s.callsA.Add(1)
-		return core.Decision{}, fmt.Errorf("node A: %w", refusedErr)
+		return engine.Result{}, fmt.Errorf("node A: %w", refusedErr)
 	}
 	s.callsB.Add(1)
 	return s.flakyStore.Apply(ctx, op)

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/fiberlimit"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -25,7 +26,7 @@ type keepingStore struct {
 	keys []string
 }
 
-func (s *keepingStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+func (s *keepingStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
 	s.mu.Lock()
 	s.keys = append(s.keys, op.Key)
 	s.mu.Unlock()

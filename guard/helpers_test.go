@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
@@ -111,20 +112,31 @@ func fixed(n int64, d time.Duration, name string) core.Limit {
 	return core.Per(n, d).WithAlgorithm(core.FixedWindow).Named(name)
 }
 
-// stubStore answers every operation with d: hostile decisions for the
-// header encoder.
+// stubStore answers every operation with d's numbers: hostile decisions
+// for the header encoder.
 type stubStore struct{ d core.Decision }
 
-func (s stubStore) Apply(context.Context, core.Op) (core.Decision, error) { return s.d, nil }
-func (stubStore) Close() error                                            { return nil }
+func (s stubStore) Apply(context.Context, engine.Op) (engine.Result, error) {
+	return engine.Result{Allowed: s.d.Allowed, Remaining: s.d.Remaining, Reset: us(s.d.ResetAfter),
+		Retry: us(s.d.RetryAfter), Delay: us(s.d.Delay), Window: us(s.d.EffectiveWindow)}, nil
+}
+func (stubStore) Close() error { return nil }
+
+// us is d in µs, Never as -1, as a Result holds it.
+func us(d time.Duration) int64 {
+	if d == core.Never {
+		return -1
+	}
+	return d.Microseconds()
+}
 
 // refundFailingStore is a store whose Refund operations fail; the others
 // go to Store.
 type refundFailingStore struct{ core.Store }
 
-func (s refundFailingStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
-	if op.Kind == core.Refund {
-		return core.Decision{}, guardtest.ErrStore
+func (s refundFailingStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
+	if op.Kind == engine.Refund {
+		return engine.Result{}, guardtest.ErrStore
 	}
 	return s.Store.Apply(ctx, op)
 }
@@ -148,9 +160,9 @@ type flakyStore struct {
 	down atomic.Bool
 }
 
-func (s *flakyStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+func (s *flakyStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
 	if s.down.Load() {
-		return core.Decision{}, guardtest.ErrStore
+		return engine.Result{}, guardtest.ErrStore
 	}
 	return s.Store.Apply(ctx, op)
 }
@@ -166,14 +178,14 @@ type turnStore struct {
 
 func (*turnStore) InProcess() {}
 
-func (s *turnStore) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
-	d, err := s.Store.Apply(ctx, op)
-	if err == nil && op.Kind == core.Take && d.Allowed {
+func (s *turnStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
+	r, err := s.Store.Apply(ctx, op)
+	if err == nil && op.Kind == engine.Take && r.Allowed {
 		s.mu.Lock()
-		s.at = append(s.at, op.Now.Truncate(time.Microsecond).Add(d.Delay))
+		s.at = append(s.at, time.UnixMicro(op.Now+r.Delay))
 		s.mu.Unlock()
 	}
-	return d, err
+	return r, err
 }
 
 // takes returns the number of admitted Takes.

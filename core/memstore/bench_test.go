@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
@@ -139,28 +138,6 @@ func BenchmarkFlood(b *testing.B) {
 			}
 			if s.Evictions() == before {
 				b.Fatalf("no key was evicted: the store was not full")
-			}
-		})
-	}
-}
-
-// BenchmarkStep measures the engine alone, without the store or the clock.
-func BenchmarkStep(b *testing.B) {
-	for _, alg := range core.Algorithms() {
-		b.Run(alg.String(), func(b *testing.B) {
-			l := core.PerSecond(100_000_000).WithAlgorithm(alg)
-			if alg == core.SlidingLog {
-				l = core.PerSecond(core.MaxLogQuota)
-			}
-			op := core.Op{Key: "k", Limits: []core.Limit{l}, Cost: 1}
-			states := make([]core.State, 1)
-			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
-			b.ReportAllocs()
-			for b.Loop() {
-				now++
-				if _, _, err := core.Step(&op, now, states); err != nil {
-					b.Fatal(err)
-				}
 			}
 		})
 	}

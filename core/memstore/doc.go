@@ -3,7 +3,7 @@
 //
 // Keys live in a power-of-two number of shards, each a map behind its own
 // mutex, chosen by a hash seeded per store (so that an attacker cannot aim
-// keys at one shard). Every operation runs core.Step under the shard lock,
+// keys at one shard). Every operation runs engine.Step under the shard lock,
 // so a decision over several limits is atomic. The hot path — an existing
 // key — allocates nothing.
 //

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // Defaults of the options.
@@ -54,7 +54,7 @@ type Store struct {
 	lossy     atomic.Int64
 }
 
-// shard maps a key to its entries, one per scope (core.Op.Scope), chained:
+// shard maps a key to its entries, one per scope (engine.Plan.Scope), chained:
 // keying the map by the string alone keeps Go's fast path for string keys,
 // and a key usually has one scope. heap holds every entry, chained ones
 // included, so len(heap) is the shard's number of entries.
@@ -76,11 +76,11 @@ type expiring struct {
 	e  *entry
 }
 
-// entry holds one key's states, one per limit layout (core.State.Ident):
+// entry holds one key's states, one per limit layout (engine.State.Ident):
 // limiters with different limits may share a key, as Redis keys are per
 // key and layout. The first n states are those of the last operation's
-// limits, in order, and lims is that operation's Limits array, so that the
-// next operation of the same Limiter runs Step on them directly.
+// limits, in order, and plan is that operation's plan, so that the next
+// operation of the same plan runs Step on them directly.
 //
 // An entry of a key longer than maxKeyLen is stored under the key's digest
 // with hashed set, and found only by keys that are hashed too: a short key
@@ -88,22 +88,22 @@ type expiring struct {
 type entry struct {
 	// What eviction reads comes first: 128 bytes, two cache lines (entries
 	// are 192 bytes, so aligned to 64).
-	states  []core.State
-	sizes   []size        // sizes[i]: the numbers of the limit that last stepped states[i]
-	one     [1]core.State // storage for the common single-limit case
+	states  []engine.State
+	sizes   []size          // sizes[i]: the numbers of the limit that last stepped states[i]
+	one     [1]engine.State // storage for the common single-limit case
 	oneSize [1]size
 	expires int64 // µs; after it every state equals a fresh one
 
 	next   *entry // the entry of another scope of the same key
 	scope  string
 	key    string // the map key, for removal by the heap and by eviction
-	lims   *core.Limit
+	plan   *engine.Plan
 	n      int
 	slot   int32 // index in the shard's heap
 	hashed bool  // the map key is the SHA-256 digest of a long key
 }
 
-// size is what core.Debt needs of a limit besides its state: kept per
+// size is what engine.Debt needs of a limit besides its state: kept per
 // state, so that eviction can weigh every state of a key, those of other
 // layouts included, without holding on to callers' Limits.
 type size struct{ quota, capacity int64 }
@@ -132,7 +132,7 @@ type config struct {
 // keys loses usage (a lossy eviction, counted by LossyEvictions): it evicts,
 // among 8 sampled keys (all, in a shard of fewer), the one with the least
 // debt — the largest share of its capacity that any of its limits still
-// uses at that instant (core.Debt) — and among equals the one that expires
+// uses at that instant (engine.Debt) — and among equals the one that expires
 // soonest.
 //
 // So a key is evicted with usage only when no key sampled with it is less
@@ -162,7 +162,7 @@ func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 // eviction). Default: DefaultSweepInterval.
 func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweep = d } }
 
-// WithClock sets the clock used for operations whose Op.Now is zero, and by
+// WithClock sets the clock used for operations whose engine.Op.Now is 0, and by
 // the sweeper. Default: the monotonic clock, read as the wall time at New
 // plus the monotonic time elapsed since (one clock read instead of
 // time.Now's two, and immune to steps of the wall clock).
@@ -217,15 +217,16 @@ func New(opts ...Option) *Store {
 }
 
 // Apply implements core.Store.
-func (s *Store) Apply(ctx context.Context, op core.Op) (d core.Decision, err error) {
+func (s *Store) Apply(ctx context.Context, op engine.Op) (res engine.Result, err error) {
 	if s.closed.Load() {
-		return core.Decision{}, fmt.Errorf("memstore: %s: %w", op.Kind, core.ErrClosed)
+		return res, fmt.Errorf("memstore: %s: %w", op.Kind, core.ErrClosed)
 	}
-	var now int64
-	if op.Now.IsZero() {
+	if err := op.Validate(); err != nil {
+		return res, err
+	}
+	now := op.Now
+	if now == 0 {
 		now = s.now()
-	} else {
-		now = op.Now.UnixMicro()
 	}
 	key, hashed := op.Key, false
 	if len(key) > s.maxKeyLen {
@@ -235,24 +236,23 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (d core.Decision, err err
 	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
 	sh.mu.Lock()
 	e := sh.m[key]
-	for e != nil && (e.scope != op.Scope || e.hashed != hashed) {
+	for e != nil && (e.scope != op.Plan.Scope || e.hashed != hashed) {
 		e = e.next
 	}
 	switch {
 	case e == nil:
-		d, err = s.applyNew(sh, key, hashed, &op, now)
-	case e.lims == unsafe.SliceData(op.Limits) && e.n == len(op.Limits):
-		var keep time.Duration
-		keep, err = core.StepTo(&op, now, e.states[:e.n], &d)
+		res, err = s.applyNew(sh, key, hashed, &op, now)
+	case e.plan == op.Plan:
+		var keep int64
+		keep, err = engine.Step(&op, now, e.states[:e.n], &res)
 		if err == nil {
-			e.note(op.Limits)
 			e.settle(sh, now, keep)
 		}
 	default:
-		d, err = e.applyMixed(sh, &op, now)
+		res, err = e.applyMixed(sh, &op, now)
 	}
 	sh.mu.Unlock()
-	return d, err
+	return res, err
 }
 
 // remove unlinks e from its key's chain and the heap. sh.mu is held.
@@ -277,8 +277,8 @@ func (sh *shard) remove(e *entry) {
 // settle records how long e must be kept after an operation whose states
 // are e.states[:e.n]; other layouts' states keep it at least as long as
 // before. sh.mu is held.
-func (e *entry) settle(sh *shard, now int64, keep time.Duration) {
-	until := now + int64(keep/time.Microsecond)
+func (e *entry) settle(sh *shard, now int64, keep int64) {
+	until := now + keep
 	switch {
 	case len(e.states) == e.n && keep == 0:
 		sh.remove(e)
@@ -293,22 +293,20 @@ func (e *entry) settle(sh *shard, now int64, keep time.Duration) {
 }
 
 // note records the numbers of the limits that stepped e.states[:len(limits)].
-// They are noted on every operation, as a caller may change the limits of
-// its slice in place.
-func (e *entry) note(limits []core.Limit) {
+func (e *entry) note(limits []engine.Limit) {
 	sizes := e.sizes[:len(limits)]
 	for i := range limits {
-		sizes[i] = size{limits[i].Quota, limits[i].Capacity()}
+		sizes[i] = size{limits[i].Quota, limits[i].Capacity}
 	}
 }
 
 // debt returns the share of its capacity that e's most used limit still
-// uses at now (core.Debt): 0 when forgetting e loses nothing, 1 when some
+// uses at now (engine.Debt): 0 when forgetting e loses nothing, 1 when some
 // limit is exhausted or owes more.
 func (e *entry) debt(now int64) float64 {
 	d := 0.0
 	for i := range e.states {
-		d = max(d, core.Debt(e.states[i], e.sizes[i].quota, e.sizes[i].capacity, now))
+		d = max(d, engine.Debt(e.states[i], e.sizes[i].quota, e.sizes[i].capacity, now))
 		if d >= 1 {
 			break
 		}
@@ -317,50 +315,48 @@ func (e *entry) debt(now int64) float64 {
 }
 
 // applyMixed applies op to an existing key whose states are not laid out
-// for op's limits: it matches states to limits by layout, runs Step on
-// them (fresh ones for layouts the key has no state for) and stores them
-// back, first and in order, so that the next op of the same limits takes
-// the fast path. Nothing changes on error. sh.mu is held.
-func (e *entry) applyMixed(sh *shard, op *core.Op, now int64) (core.Decision, error) {
-	n := len(op.Limits)
-	var buf [4]core.State
+// for op's plan: it matches states to limits by layout, runs Step on them
+// (fresh ones for layouts the key has no state for) and stores them back,
+// first and in order, so that the next op of the same plan takes the fast
+// path. Nothing changes on error. sh.mu is held.
+func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64) (engine.Result, error) {
+	limits := op.Plan.Limits
+	n := len(limits)
+	var buf [4]engine.State
 	var from [4]int
 	scratch, src := buf[:0], from[:0]
 	if n <= len(buf) {
 		scratch, src = buf[:n], from[:n]
 	} else {
-		scratch, src = make([]core.State, n), make([]int, n)
+		scratch, src = make([]engine.State, n), make([]int, n)
 	}
-	for i := range op.Limits {
+	for i := range limits {
 		src[i] = -1
-		p, err := op.Limits[i].Params()
-		if err != nil {
-			break // Step reports it
-		}
 		for j := range e.states {
-			if e.states[j].Ident == p.Ident && !taken(src[:i], j) {
+			if e.states[j].Ident == limits[i].Ident && !taken(src[:i], j) {
 				scratch[i], src[i] = e.states[j], j
 				break
 			}
 		}
 	}
-	d, keep, err := core.Step(op, now, scratch)
+	var res engine.Result
+	keep, err := engine.Step(op, now, scratch, &res)
 	if err != nil {
-		return d, err
+		return res, err
 	}
 	aligned := len(e.states) >= n
 	for i := 0; aligned && i < n; i++ {
 		aligned = src[i] == i
 	}
-	if aligned { // same layouts in the same places: a new Limits slice of equal limits
+	if aligned { // same layouts in the same places: another plan of equal limits
 		copy(e.states, scratch)
-		e.n, e.lims = n, unsafe.SliceData(op.Limits)
-		e.note(op.Limits)
+		e.n, e.plan = n, op.Plan
+		e.note(limits)
 		e.settle(sh, now, keep)
-		return d, nil
+		return res, nil
 	}
 	// The op's states first, in order; then the other layouts' states.
-	states := make([]core.State, 0, len(e.states)+n)
+	states := make([]engine.State, 0, len(e.states)+n)
 	sizes := make([]size, n, len(e.states)+n)
 	states = append(states, scratch...)
 	for j := range e.states {
@@ -369,10 +365,10 @@ func (e *entry) applyMixed(sh *shard, op *core.Op, now int64) (core.Decision, er
 			sizes = append(sizes, e.sizes[j])
 		}
 	}
-	e.states, e.sizes, e.n, e.lims = states, sizes, n, unsafe.SliceData(op.Limits)
-	e.note(op.Limits)
+	e.states, e.sizes, e.n, e.plan = states, sizes, n, op.Plan
+	e.note(limits)
 	e.settle(sh, now, keep)
-	return d, nil
+	return res, nil
 }
 
 func taken(src []int, j int) bool {
@@ -386,28 +382,27 @@ func taken(src []int, j int) bool {
 
 // applyNew applies op to a key with no entry, on fresh scratch states that
 // are stored only if they differ from fresh ones afterwards. sh.mu is held.
-func (s *Store) applyNew(sh *shard, key string, hashed bool, op *core.Op, now int64) (core.Decision, error) {
-	var buf [4]core.State
-	var states []core.State
-	if len(op.Limits) <= len(buf) {
-		states = buf[:len(op.Limits)]
+func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now int64) (engine.Result, error) {
+	limits := op.Plan.Limits
+	var buf [4]engine.State
+	var states []engine.State
+	if len(limits) <= len(buf) {
+		states = buf[:len(limits)]
 	} else {
-		states = make([]core.State, len(op.Limits))
+		states = make([]engine.State, len(limits))
 	}
-	d, keep, err := core.Step(op, now, states)
-	if err != nil {
-		return d, err
-	}
-	if keep == 0 {
-		return d, nil
+	var res engine.Result
+	keep, err := engine.Step(op, now, states, &res)
+	if err != nil || keep == 0 {
+		return res, err
 	}
 	if len(sh.heap) >= s.perShard {
 		s.evict(sh, now)
 	}
-	e := &entry{scope: cloneString(op.Scope), expires: now + int64(keep/time.Microsecond), lims: unsafe.SliceData(op.Limits), n: len(states), hashed: hashed}
+	e := &entry{scope: cloneString(op.Plan.Scope), expires: now + keep, plan: op.Plan, n: len(states), hashed: hashed}
 	e.setLen(len(states))
 	copy(e.states, states)
-	e.note(op.Limits)
+	e.note(limits)
 	switch head, ok := sh.m[key]; {
 	case ok:
 		e.key, e.next = head.key, head
@@ -418,7 +413,7 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *core.Op, now in
 	}
 	sh.m[e.key] = e
 	sh.push(e)
-	return d, nil
+	return res, nil
 }
 
 // cloneString returns a copy of s that does not share memory with the
@@ -433,11 +428,11 @@ func cloneString(s string) string {
 
 func (e *entry) setLen(n int) {
 	if n == 1 {
-		e.one, e.oneSize = [1]core.State{}, [1]size{}
+		e.one, e.oneSize = [1]engine.State{}, [1]size{}
 		e.states, e.sizes = e.one[:], e.oneSize[:]
 		return
 	}
-	e.states, e.sizes = make([]core.State, n), make([]size, n)
+	e.states, e.sizes = make([]engine.State, n), make([]size, n)
 }
 
 // evict makes room in a full shard for one more entry, losing as little as

@@ -7,12 +7,15 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 	"unsafe"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/core/storetest"
 )
 
 // manualClock is a clock tests move by hand.
@@ -22,18 +25,18 @@ func (c *manualClock) Now() time.Time { return c.t }
 
 var epoch = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
-func peek(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decision {
+func peek(t testing.TB, s *Store, key string, limits ...core.Limit) engine.Result {
 	t.Helper()
-	d, err := s.Apply(context.Background(), core.Op{Kind: core.Peek, Key: key, Limits: limits})
+	d, err := s.Apply(context.Background(), engine.Op{Plan: planOf("", limits...), Kind: engine.Peek, Key: key})
 	if err != nil {
 		t.Fatalf("Apply(Peek, %.40q) error: %v", key, err)
 	}
 	return d
 }
 
-func take(t testing.TB, s *Store, key string, limits ...core.Limit) core.Decision {
+func take(t testing.TB, s *Store, key string, limits ...core.Limit) engine.Result {
 	t.Helper()
-	d, err := s.Apply(context.Background(), core.Op{Key: key, Limits: limits, Cost: 1})
+	d, err := s.Apply(context.Background(), engine.Op{Plan: planOf("", limits...), Key: key, Cost: 1})
 	if err != nil {
 		t.Fatalf("Apply(%.40q) error: %v", key, err)
 	}
@@ -203,7 +206,7 @@ func TestEvictionForgetsTheLeastInDebt(t *testing.T) {
 			defer s.Close()
 			ctx := context.Background()
 			for _, u := range tc.uses {
-				op := core.Op{Key: u.key, Limits: []core.Limit{u.lim}, Cost: u.cost, Now: epoch.Add(u.at)}
+				op := engine.Op{Plan: planOf("", u.lim), Key: u.key, Cost: u.cost, Now: (epoch.Add(u.at)).UnixMicro()}
 				if _, err := s.Apply(ctx, op); err != nil {
 					t.Fatalf("Apply(%s, %d) error: %v", u.key, u.cost, err)
 				}
@@ -270,7 +273,7 @@ func TestTheExpiryHeapMatchesTheMap(t *testing.T) {
 		{core.PerSecond(10), core.PerMinute(50)},
 		{core.Per(2, 100*time.Millisecond).WithAlgorithm(core.FixedWindow)},
 	}
-	kinds := []core.Kind{core.Take, core.Take, core.Take, core.Peek, core.Charge, core.Refund, core.Refund, core.Reset}
+	kinds := []engine.Kind{engine.Take, engine.Take, engine.Take, engine.Peek, engine.Charge, engine.Refund, engine.Refund, engine.Reset}
 	ctx := context.Background()
 	for i := range 20_000 {
 		switch x := r.IntN(100); {
@@ -281,20 +284,19 @@ func TestTheExpiryHeapMatchesTheMap(t *testing.T) {
 		default:
 			clock.t = clock.t.Add(time.Duration(r.Int64N(int64(3 * time.Second))))
 		}
-		op := core.Op{
-			Kind:   kinds[r.IntN(len(kinds))],
-			Scope:  []string{"a", "b"}[r.IntN(2)],
-			Key:    fmt.Sprintf("k%d", r.IntN(400)),
-			Limits: limits[r.IntN(len(limits))],
-			Cost:   r.Int64N(4),
+		op := engine.Op{
+			Kind: kinds[r.IntN(len(kinds))],
+			Plan: planOf([]string{"a", "b"}[r.IntN(2)], limits[r.IntN(len(limits))]...),
+			Key:  fmt.Sprintf("k%d", r.IntN(400)),
+			Cost: r.Int64N(4),
 		}
 		if _, err := s.Apply(ctx, op); err != nil {
-			t.Fatalf("step %d: Apply(%s %s/%s) error: %v", i, op.Kind, op.Scope, op.Key, err)
+			t.Fatalf("step %d: Apply(%s %s/%s) error: %v", i, op.Kind, op.Plan.Scope, op.Key, err)
 		}
 		if r.IntN(50) == 0 {
 			s.Sweep()
 		}
-		checkHeap(t, s, fmt.Sprintf("step %d (%s %s/%s)", i, op.Kind, op.Scope, op.Key))
+		checkHeap(t, s, fmt.Sprintf("step %d (%s %s/%s)", i, op.Kind, op.Plan.Scope, op.Key))
 	}
 	if s.Evictions() == 0 || s.LossyEvictions() == 0 || s.LossyEvictions() == s.Evictions() {
 		t.Errorf("Evictions(), LossyEvictions() = %d, %d; want both kinds of eviction exercised", s.Evictions(), s.LossyEvictions())
@@ -445,13 +447,13 @@ func TestFullyReplenishedKeysAreDropped(t *testing.T) {
 	lim := core.PerMinute(5).WithAlgorithm(core.GCRA)
 	ctx := context.Background()
 	take(t, s, "k", lim)
-	if _, err := s.Apply(ctx, core.Op{Kind: core.Refund, Key: "k", Limits: []core.Limit{lim}, Cost: 1}); err != nil {
+	if _, err := s.Apply(ctx, engine.Op{Plan: planOf("", lim), Kind: engine.Refund, Key: "k", Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.Len(); n != 0 {
 		t.Errorf("after a full refund Len() = %d, want 0", n)
 	}
-	if _, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: "new", Limits: []core.Limit{lim}}); err != nil {
+	if _, err := s.Apply(ctx, engine.Op{Plan: planOf("", lim), Kind: engine.Peek, Key: "new"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.Len(); n != 0 {
@@ -471,7 +473,7 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		{"denied", core.PerHour(1)},
 	} {
 		for _, alg := range []core.Algorithm{core.SlidingWindow, core.FixedWindow, core.TokenBucket, core.GCRA} {
-			op := core.Op{Key: "hot", Limits: []core.Limit{tc.limit.WithAlgorithm(alg)}, Cost: 1}
+			op := engine.Op{Plan: planOf("", tc.limit.WithAlgorithm(alg)), Key: "hot", Cost: 1}
 			s.Apply(ctx, op)
 			if n := testing.AllocsPerRun(1000, func() { s.Apply(ctx, op) }); n != 0 {
 				t.Errorf("%s %s: %v allocs per Apply of an existing key, want 0", tc.name, alg, n)
@@ -480,24 +482,25 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 	}
 }
 
-// Limits chosen per key (core.WithLimitsFunc) often come as a new slice of
-// the same limits on every call: the store must still not allocate.
-func TestEqualLimitsInANewSliceAllocateNothing(t *testing.T) {
+// Two plans of equal limits (two Limiters configured alike) alternating on
+// one key share its states: the store allocates nothing but the Result's
+// parts of two limits.
+func TestEqualPlansAllocateNothing(t *testing.T) {
 	s := New(WithSweepInterval(0))
 	defer s.Close()
 	ctx := context.Background()
 	mk := func() []core.Limit { return []core.Limit{core.PerSecond(1 << 30), core.PerHour(1 << 30)} }
-	s.Apply(ctx, core.Op{Key: "k", Limits: mk(), Cost: 1})
-	a, b := mk(), mk()
+	a, b := storetest.Plan("", mk()...), storetest.Plan("", mk()...)
+	s.Apply(ctx, engine.Op{Plan: a, Key: "k", Cost: 1})
 	i := 0
 	if n := testing.AllocsPerRun(1000, func() {
-		op := core.Op{Key: "k", Limits: a, Cost: 1}
+		op := engine.Op{Plan: a, Key: "k", Cost: 1}
 		if i++; i%2 == 0 {
-			op.Limits = b
+			op.Plan = b
 		}
 		s.Apply(ctx, op)
-	}); n > 1 { // the Decision's States slice of two limits
-		t.Errorf("%v allocs per Apply alternating two equal Limits slices, want ≤ 1", n)
+	}); n > 1 { // the Result's Limits of two limits
+		t.Errorf("%v allocs per Apply alternating two plans of equal limits, want ≤ 1", n)
 	}
 }
 
@@ -510,21 +513,21 @@ func TestScopesOfOneKeyAreChainedAndRemovedAlone(t *testing.T) {
 	ctx := context.Background()
 	lim := []core.Limit{core.PerMinute(10)}
 	for _, scope := range []string{"a", "b", "c"} {
-		if _, err := s.Apply(ctx, core.Op{Scope: scope, Key: "k", Limits: lim, Cost: 1}); err != nil {
+		if _, err := s.Apply(ctx, engine.Op{Plan: planOf(scope, lim...), Key: "k", Cost: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := s.Len(); n != 3 {
 		t.Fatalf("Len() = %d, want 3", n)
 	}
-	if _, err := s.Apply(ctx, core.Op{Kind: core.Reset, Scope: "b", Key: "k", Limits: lim}); err != nil {
+	if _, err := s.Apply(ctx, engine.Op{Plan: planOf("b", lim...), Kind: engine.Reset, Key: "k"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.Len(); n != 2 {
 		t.Errorf("after resetting scope b: Len() = %d, want 2", n)
 	}
 	for _, scope := range []string{"a", "c"} {
-		d, _ := s.Apply(ctx, core.Op{Kind: core.Peek, Scope: scope, Key: "k", Limits: lim})
+		d, _ := s.Apply(ctx, engine.Op{Plan: planOf(scope, lim...), Kind: engine.Peek, Key: "k"})
 		if d.Remaining != 9 {
 			t.Errorf("scope %s after resetting b: Remaining = %d, want 9", scope, d.Remaining)
 		}
@@ -551,4 +554,19 @@ func TestSmallAndZeroMaxKeys(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// plans caches the plans of planOf, so that operations on the same limits
+// share one plan, as a Limiter's do.
+var plans sync.Map
+
+// planOf returns the plan of limits in scope, as a core.Limiter prepares
+// it (storetest.Plan), the same for equal arguments.
+func planOf(scope string, limits ...core.Limit) *engine.Plan {
+	k := fmt.Sprintf("%q %#v", scope, limits)
+	if p, ok := plans.Load(k); ok {
+		return p.(*engine.Plan)
+	}
+	p, _ := plans.LoadOrStore(k, storetest.Plan(scope, limits...))
+	return p.(*engine.Plan)
 }

@@ -1,16 +1,16 @@
--- apply.lua: one core.Op (Take, Peek, Charge, Refund or Reset) over all the
--- limits of one key, atomically. A port of core.Step: same states, same
+-- apply.lua: one engine.Op (Take, Peek, Charge, Refund or Reset) over all the
+-- limits of one key, atomically. A port of engine.Step: same states, same
 -- integer arithmetic (every value is below 2^53, where doubles are exact;
 -- divisions go through fdiv, which corrects math.floor's rounding).
 --
 -- KEYS[1]  the key's states: a string of 32-byte records, one per limit layout
---          (core.Params.Ident) the key has state for, at most 16, those of the
+--          (engine.Limit.Ident) the key has state for, at most 16, those of the
 --          last operation first: struct '<I4I4ddd' = (ident high 32 bits,
---          ident low 32 bits, A, B, C) (core.State)
+--          ident low 32 bits, A, B, C) (engine.State)
 -- KEYS[2]  the operation's record, when ARGV[4] > 0: the reply of an
 --          operation already applied, so a retried command is not charged twice
 -- KEYS[k]  next (from k = 2, or 3 with a record), the logs of the op's
---          SlidingLog and BucketedWindow limits (core.State.Log), one per such
+--          SlidingLog and BucketedWindow limits (engine.State.Log), one per such
 --          limit in the order of the limits: lists of struct '<dd' =
 --          (timestamp µs or bucket number, cost units), oldest first. A log
 --          belongs to its limit's record: its key names the ident and the rank
@@ -18,15 +18,15 @@
 --          record's rank among the records of that ident.
 --
 -- ARGV[1]  now, Unix µs; empty for the server's TIME
--- ARGV[2]  kind: 0 take, 1 peek, 2 charge, 3 refund, 4 reset (core.Kind)
+-- ARGV[2]  kind: 0 take, 1 peek, 2 charge, 3 refund, 4 reset (engine.Kind)
 -- ARGV[3]  cost, units (≥ 0)
 -- ARGV[4]  TTL of the operation's record (KEYS[2]), ms; 0: no record
 -- ARGV[5]  deadline, the server's TIME in µs past which the caller has given
 --          up: the script then changes nothing and replies EXPIRED; 0: none
 -- ARGV[6]  the parameters, little-endian doubles: TTL margin (ms, added to
---          every key's time to full replenishment), core.DebtFactor, n (the
---          number of limits), then 9 per limit (core.Params): algorithm
---          (core.Algorithm), quota (units), capacity (units), tick (µs),
+--          every key's time to full replenishment), engine.DebtFactor, n (the
+--          number of limits), then 9 per limit (engine.Limit): algorithm
+--          (engine.Algorithm), quota (units), capacity (units), tick (µs),
 --          period (ticks), precision (µs, 0 but for BucketedWindow), buckets
 --          (0 but for BucketedWindow), ident high 32 bits, ident low 32 bits.
 --          They are the same for every call of a Limiter, so the client
@@ -41,17 +41,18 @@
 -- Reply: the server's TIME in µs as a little-endian double (from which the
 -- client learns the offset of the server's clock, for deadlines), then:
 -- 'X' when the deadline had passed (EXPIRED: nothing was done); from the
--- fast path, FASTREPLY (below); else a string of 4
+-- fast path, FASTREPLY (below); else a string of 5
 -- little-endian doubles per limit, in order: allowed
 -- (1 or 0); when allowed the queueing delay µs (LeakyBucket; else 0), when
 -- denied the time µs until the cost could pass, -1 for never; units
--- remaining after the operation; µs until fully replenished. (One string:
--- cheaper to build here and to read in the client than an array.)
+-- remaining after the operation; µs until fully replenished; the effective
+-- window, µs (window, below). (One string: cheaper to build here and to read
+-- in the client than an array.)
 
 local floor, min, max = math.floor, math.min, math.max
 local pack, unpack = struct.pack, struct.unpack
 
--- Algorithms (core.Algorithm) and kinds (core.Kind).
+-- Algorithms (engine.Algorithm) and kinds (engine.Kind).
 local SLIDING, FIXED, LOG, BUCKETED, TOKEN, GCRA, LEAKY = 0, 1, 2, 3, 4, 5, 6
 local TAKE, PEEK, CHARGE, REFUND, RESET = 0, 1, 2, 3, 4
 
@@ -121,7 +122,7 @@ local blob = redis.call('GET', KEYS[1])
 -- every call of one Limiter leaves it. The script then only decides and
 -- writes: its reply is the time it used, its verdict and the records it
 -- found (FASTREPLY), from which the client computes the Decision with
--- core.Step, the function this script ports, and checks the verdict
+-- engine.Step, the function this script ports, and checks the verdict
 -- against this one's. The same steps as the general path (fresh, roll,
 -- need, add), on locals: the first loop checks every limit, the second
 -- changes each when all admit. With one limit the second loop finds the
@@ -314,25 +315,25 @@ local P = ARGV[6] -- PARAMS
 local margin, debtf, n = unpack('<ddd', P)
 
 local RECORD = '<I4I4ddd'
-local OUT = '<dddd'
+local OUT = '<ddddd'
 
 -- limit returns the parameters of limit i: alg, q, cap, tick, pt, prec, nb,
 -- idh, idl.
 local LIMIT = '<ddddddddd'
 local function limit(i) return unpack(LIMIT, P, 25 + 72 * (i - 1)) end
 
--- packout returns the reply for out, a table of 4 numbers per limit.
+-- packout returns the reply for out, a table of 5 numbers per limit.
 local function packout(out)
-	if n == 1 then return pack(OUT, out[1], out[2], out[3], out[4]) end
+	if n == 1 then return pack(OUT, out[1], out[2], out[3], out[4], out[5]) end
 	local parts = {}
 	for i = 1, n do
-		local j = 4 * (i - 1)
-		parts[i] = pack(OUT, out[j + 1], out[j + 2], out[j + 3], out[j + 4])
+		local j = 5 * (i - 1)
+		parts[i] = pack(OUT, out[j + 1], out[j + 2], out[j + 3], out[j + 4], out[j + 5])
 	end
 	return table.concat(parts)
 end
 
--- One table per limit: its parameters (core.Params), its state (core.State:
+-- One table per limit: its parameters (engine.Limit), its state (engine.State:
 -- A, B, C), the call's position (tt: now in ticks, rounded down; e:
 -- SlidingWindow ticks into the window; rc: the rated algorithms' refill
 -- since tick tt, rounded up, as core's shape.since) and, for logs, the view
@@ -698,7 +699,33 @@ local function report(s)
 	return rem, (s.tt + 1) * s.tick - now + cdiv(debt, q) * s.tick
 end
 
--- core.Step: check every limit, then change each only if all allow (Take),
+-- window returns the effective window of s after the operation, with rem
+-- units left: when one more unit would pass had rem been taken now
+-- (engine/window.go). A log is not touched: its window is its oldest live
+-- mark's expiry (or that of a mark made now); the other states are taken
+-- from and put back.
+local function window(s, rem)
+	local alg = s.alg
+	if alg == FIXED then return (s.A + 1) * s.p - now end
+	if alg == LOG or alg == BUCKETED then
+		if rem == 0 then
+			local _, w = need(s, 1)
+			return w
+		end
+		if s.head < s.len then return expiry(s, lget(s, s.head)) - now end
+		local at = now
+		if alg == BUCKETED then at = fdiv(now, s.prec) end
+		return expiry(s, { at, 0 }) - now
+	end
+	local A, B, C = s.A, s.B, s.C
+	if rem > 0 then add(s, rem) end
+	local ok, w = need(s, 1)
+	s.A, s.B, s.C = A, B, C
+	if ok then return 0 end
+	return w
+end
+
+-- engine.Step: check every limit, then change each only if all allow (Take),
 -- or unconditionally (Charge, Refund, Reset).
 
 local allowed = true
@@ -741,8 +768,9 @@ for i = 1, n do
 		end
 	end
 	local rem, reset = report(s)
-	local j = 4 * (i - 1)
+	local j = 5 * (i - 1)
 	out[j + 1], out[j + 2], out[j + 3], out[j + 4] = s.ok and 1 or 0, s.wait, rem, reset
+	out[j + 5] = window(s, rem)
 	keep = max(keep, reset)
 	recs[i] = pack(RECORD, s.idh, s.idl, s.A, s.B, s.C)
 	if s.key and s.len > 0 and (write or committed) then

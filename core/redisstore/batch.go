@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // A call is one operation's script on its way to Redis: its KEYS and ARGV
@@ -30,7 +31,7 @@ type call struct {
 	script *script
 	keys   []string
 	args   []any
-	op     core.Op
+	op     engine.Op
 	ctx    context.Context
 	done   chan result // buffered: a sender never blocks
 	state  atomic.Uint32
@@ -254,7 +255,7 @@ func (s *Store) send(base context.Context, client Client, batch []*call) {
 	for i, c := range live {
 		v, err := cmds[i].Result()
 		s.clock.observe(v)
-		if err == nil && wait != nil && c.op.Kind != core.Peek && !s.replicated(wait, redirect, i) {
+		if err == nil && wait != nil && c.op.Kind != engine.Peek && !s.replicated(wait, redirect, i) {
 			err = ErrNotReplicated
 		}
 		if errors.Is(err, context.Canceled) && base.Err() != nil {
@@ -297,7 +298,7 @@ func (s *Store) waitFor(pipe redis.Pipeliner, ctx context.Context, calls []*call
 		return nil
 	}
 	for _, c := range calls {
-		if c.op.Kind != core.Peek {
+		if c.op.Kind != engine.Peek {
 			return pipe.Do(ctx, "WAIT", s.waitN, s.waitMS)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // BenchmarkScript measures the server's time per script call (server-µs/op:
@@ -39,7 +40,7 @@ return v`)
 	for _, tc := range []struct {
 		name    string
 		limits  []core.Limit
-		scripts int64 // the store's maxScripts
+		scripts int // the store's maxScripts
 	}{
 		{"floor", nil, 0},
 		{"generic/limits=1", one, 0},
@@ -56,7 +57,7 @@ return v`)
 					p.EvalSha(ctx, floor.sha, []string{s.prefix + key})
 					return
 				}
-				sc, keys, args := s.command(&core.Op{Kind: core.Take, Key: key, Limits: tc.limits, Cost: 1})
+				sc, keys, args := s.command(&engine.Op{Plan: planOf("", tc.limits...), Kind: engine.Take, Key: key, Cost: 1})
 				p.EvalSha(ctx, sc.sha, keys, args...)
 			}
 			run := func(from, n int) {
@@ -75,7 +76,7 @@ return v`)
 					b.Fatal(err)
 				}
 			} else {
-				sc, _, _ := s.command(&core.Op{Kind: core.Take, Key: "k", Limits: tc.limits, Cost: 1})
+				sc, _, _ := s.command(&engine.Op{Plan: planOf("", tc.limits...), Kind: engine.Take, Key: "k", Cost: 1})
 				if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
 					b.Fatal(err)
 				}

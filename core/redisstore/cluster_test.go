@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/core/memstore"
 )
 
@@ -57,9 +58,9 @@ func TestCluster(t *testing.T) {
 							limits = noLogs
 						}
 						for j := range 6 {
-							op := core.Op{Key: keys[i], Limits: limits, Cost: 1, Now: now.Add(time.Duration(j) * 100 * time.Millisecond)}
+							op := engine.Op{Plan: planOf("", limits...), Key: keys[i], Cost: 1, Now: (now.Add(time.Duration(j) * 100 * time.Millisecond)).UnixMicro()}
 							if j == 5 {
-								op.Kind = core.Refund
+								op.Kind = engine.Refund
 							}
 							got, err := s.Apply(context.Background(), op)
 							want, _ := ms.Apply(context.Background(), op) // one goroutine per key: same order

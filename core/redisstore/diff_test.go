@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/core/storetest"
 )
 
 // randomLimit returns a valid limit of any algorithm, including huge quotas
@@ -107,18 +109,18 @@ func randomStep(r *rand.Rand, ls []core.Limit) time.Duration {
 	}
 }
 
-func randomKind(r *rand.Rand) core.Kind {
+func randomKind(r *rand.Rand) engine.Kind {
 	switch x := r.IntN(20); {
 	case x < 10:
-		return core.Take
+		return engine.Take
 	case x < 13:
-		return core.Peek
+		return engine.Peek
 	case x < 16:
-		return core.Charge
+		return engine.Charge
 	case x < 19:
-		return core.Refund
+		return engine.Refund
 	default:
-		return core.Reset
+		return engine.Reset
 	}
 }
 
@@ -135,7 +137,7 @@ func TestDifferentialMemstore(t *testing.T) { differential(t, 300, randomLimit) 
 func differential(t *testing.T, traces int, newLimit func(*rand.Rand) core.Limit) {
 	c := newClient(t)
 	special, plain := newStore(t, c), newStore(t, c)
-	special.maxScripts, plain.maxScripts = maxArgCache, 0
+	special.maxScripts, plain.maxScripts = 1<<30, 0
 	ops := 60
 	if os.Getenv("TRACES") != "" {
 		traces, _ = strconv.Atoi(os.Getenv("TRACES"))
@@ -178,7 +180,7 @@ func coarseLimit(r *rand.Rand) core.Limit {
 		if r.IntN(3) == 0 {
 			l.Burst = []int64{l.Quota / 3, l.Quota * 2, core.MaxQuota}[r.IntN(3)]
 		}
-		if p, err := l.Params(); err == nil && p.Tick > 1 && !tooLong(l) {
+		if p, err := storetest.Compile(l); err == nil && p.Tick > 1 && !tooLong(l) {
 			return l
 		}
 	}
@@ -239,11 +241,12 @@ func differentialTrace(t *testing.T, rs *Store, tr int, seed uint64, ops int, ne
 			if r.IntN(4) == 0 {
 				ls = limits2
 			}
-			op := core.Op{Kind: randomKind(r), Key: key, Limits: ls, Cost: randomCost(r, ls), Now: now}
+			scope := ""
 			if r.IntN(8) == 0 {
-				op.Scope = "other scope"
+				scope = "other scope"
 			}
-			if op.Kind == core.Peek && r.IntN(2) == 0 {
+			op := engine.Op{Plan: planOf(scope, ls...), Kind: randomKind(r), Key: key, Cost: randomCost(r, ls), Now: (now).UnixMicro()}
+			if op.Kind == engine.Peek && r.IntN(2) == 0 {
 				op.Cost = 0
 			}
 			want, werr := ms.Apply(ctx, op)

@@ -22,7 +22,7 @@
 // round trip and one atomic step whatever the number of limits, so several
 // limits of mixed algorithms are decided all or nothing, and no two
 // decisions on a key interleave, whichever process makes them. The script
-// is a port of core.Step: the limits' numbers come from core.Limit.Params
+// is a port of engine.Step: the limits' numbers come from engine.Compile
 // (the same time unit, capacity and layout identity as Step's), states are
 // the same core.State values, and all arithmetic is on integers within
 // 2^53, where Lua's doubles are exact (divisions are corrected for
@@ -36,7 +36,7 @@
 // The commonest operation, a Take or a Peek over limits without logs on a
 // key that holds their state, takes the script's fast path: it decides,
 // writes, and replies with the time it used, its verdict and the states it
-// read; the client computes the Decision from them with core.Step and fails
+// read; the client computes the Decision from them with engine.Step and fails
 // the call (ErrReply) should the script's verdict ever differ. For each
 // set of up to 8 limits without logs (up to 64 sets per Store), the store
 // runs a copy of the script specialized to them: the fast path written out
@@ -48,10 +48,10 @@
 // # Keys
 //
 // With the prefix p (WithPrefix, default "tollgate:"), a user key k and a
-// scope (core.Op.Scope, a Limiter's name):
+// scope (engine.Plan.Scope, a Limiter's name):
 //
 //	p{t}               the states of k: a 32-byte record per limit layout
-//	                   (core.Params.Ident), at most 16, last operation's first
+//	                   (engine.Limit.Ident), at most 16, last operation's first
 //	p{t}:<ident>:<n>   the log of a SlidingLog or BucketedWindow limit: a list
 //	p{t}:op:<id>       with WithOpTTL, the reply of a state-changing operation (below)
 //
@@ -80,7 +80,7 @@
 // # Time
 //
 // By default the script reads the server's TIME, so every instance of a
-// fleet decides on one clock. When the operation carries a time (Op.Now, set
+// fleet decides on one clock. When the operation carries a time (engine.Op.Now, set
 // by core.WithClock), the script uses it instead: tests drive a fake clock
 // this way. Expiry always runs on the server's clock, so a caller's clock
 // must stay within the margin of the server's, and times must lie within

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // A script is a version of apply.lua: its text and the SHA-1 that EVALSHA
@@ -63,17 +63,14 @@ const paramsLine = "local P = ARGV[6] -- PARAMS\n"
 // are params with the TTL margin marginMS, or nil when the generic script is
 // as fast: some limit has a log, or there are too many. The script is run
 // without ARGV[6].
-func specialize(limits []core.Limit, params string, marginMS int64) *script {
-	if len(limits) == 0 || len(limits) > maxFastLimits {
+func specialize(ps []engine.Limit, params string, marginMS int64) *script {
+	if len(ps) == 0 || len(ps) > maxFastLimits {
 		return nil
 	}
-	ps := make([]core.Params, len(limits))
-	for i := range limits {
-		p, err := limits[i].Params()
-		if err != nil || p.Algorithm == core.SlidingLog || p.Algorithm == core.BucketedWindow {
+	for _, p := range ps {
+		if p.Algorithm.Logs() {
 			return nil
 		}
-		ps[i] = p
 	}
 	a := strings.Index(applyLua, fastBegin)
 	b := strings.Index(applyLua, fastEnd)
@@ -125,13 +122,13 @@ func stripComments(s string) string {
 // d (0 unless the op is an admitted Take) and sets reset, the µs until fully
 // replenished.
 var (
-	checks = map[core.Algorithm]string{
-		core.FixedWindow: `
+	checks = map[engine.Algorithm]string{
+		engine.FixedWindow: `
 if not blob then @A@, @B@, @C@ = fdiv(now, {p}), 0, 0 end
 if now >= (@A@ + 1) * {p} then @A@, @B@ = fdiv(now, {p}), 0 end
 ok = ok and @B@ + cost <= {q}
 `,
-		core.SlidingWindow: `
+		engine.SlidingWindow: `
 if not blob then @A@, @B@, @C@ = fdiv(@t@, {pt}), 0, 0 end
 do
 	local start = @A@ * {pt}
@@ -149,7 +146,7 @@ do
 end
 ok = ok and @B@ * ({pt} - @e@) + @C@ * {pt} + cost * {pt} <= {qpt}
 `,
-		core.TokenBucket: `
+		engine.TokenBucket: `
 if not blob then @A@, @B@, @C@ = {full}, @t@, 0 end
 @A@ = min(@A@, {full})
 if @t@ > @B@ then
@@ -160,7 +157,7 @@ if @t@ > @B@ then
 end
 ok = ok and @A@ >= cost * {pt}
 `,
-		core.GCRA: `
+		engine.GCRA: `
 if not blob then @A@, @B@, @C@ = @t@, 0, 0 end
 if @B@ >= {q} then @B@ = {q} - 1 end
 if @A@ < @t@ then @A@, @B@ = @t@, 0 end
@@ -179,12 +176,12 @@ end
 ok = ok and @e@ + (cost - {cap}) * {pt} <= {negq}
 `,
 	}
-	changes = map[core.Algorithm]string{
-		core.FixedWindow: `
+	changes = map[engine.Algorithm]string{
+		engine.FixedWindow: `
 if d ~= 0 then @B@ = min(@B@ + min(d, {m}), {m}) end
 if @B@ ~= 0 then reset = (@A@ + 1) * {p} - now end
 `,
-		core.SlidingWindow: `
+		engine.SlidingWindow: `
 if d ~= 0 then @C@ = min(@C@ + min(d, {m}), {m}) end
 if @C@ > 0 then
 	reset = (@A@ + 2) * {p} - now
@@ -192,11 +189,11 @@ elseif @B@ > 0 then
 	reset = (@A@ + 1) * {p} - now
 end
 `,
-		core.TokenBucket: `
+		engine.TokenBucket: `
 if d ~= 0 then @A@ = max(min(@A@, {fullr}) - min(d, {m}) * {pt}, {floorr}) end
 if @A@ < {full} then reset = @B@ * {tick} - now + (cdiv({full} - (@A@ + {q}), {q}) + 1) * {tick} end
 `,
-		core.GCRA: `
+		engine.GCRA: `
 if d ~= 0 and @e@ < {lim} then
 	@e@ = min(max(@e@, {rcq}) + min(d, {m}) * {pt}, {lim})
 	local k = fdiv(@e@, {q})
@@ -210,7 +207,7 @@ if @e@ > {negq} then reset = (@t@ + 1) * {tick} - now + cdiv(@e@, {q}) * {tick} 
 // writeFast writes the fast path for limits of parameters ps (no logs):
 // the same results as the generic one in apply.lua (fast, all, keep, recs,
 // fmargin), which the code after it replies with and writes.
-func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
+func writeFast(b *strings.Builder, ps []engine.Limit, marginMS int64) {
 	n := len(ps)
 	locals := func(i int) []string {
 		s := strconv.Itoa(i + 1)
@@ -251,7 +248,7 @@ func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
 			w(l[3], " = fdiv(now, ", strconv.FormatInt(p.Tick, 10), ")\n")
 		}
 		w(l[4], " = 0\n")
-		if p.Tick != 1 && algo(p.Algorithm) != core.SlidingWindow {
+		if p.Tick != 1 && algo(p.Algorithm) != engine.SlidingWindow {
 			// rc, the refill since tick t rounded up, as core's shape.since.
 			qh, ql := p.Quota/p.Tick, p.Quota%p.Tick
 			w("local ", l[5], " = now - ", l[3], " * ", strconv.FormatInt(p.Tick, 10), "\n")
@@ -275,10 +272,10 @@ func writeFast(b *strings.Builder, ps []core.Params, marginMS int64) {
 }
 
 // algo maps LeakyBucket to GCRA, whose steps it shares in the fast path
-// (its delay is computed by core.Step in the client).
-func algo(a core.Algorithm) core.Algorithm {
-	if a == core.LeakyBucket {
-		return core.GCRA
+// (its delay is computed by engine.Step in the client).
+func algo(a engine.Algorithm) engine.Algorithm {
+	if a == engine.LeakyBucket {
+		return engine.GCRA
 	}
 	return a
 }
@@ -290,8 +287,8 @@ func algo(a core.Algorithm) core.Algorithm {
 // expressions that keep every value below 2^53 as apply.lua does: {fullr}
 // = full − rc, {floorr} = full − m·P − rc (the saturated tokens), {lim} =
 // m·P + rc − Q (the most debt, less Q), {limq} = ⌊{lim}/Q⌋, {rcq} = rc − Q.
-func replacer(p core.Params, l []string) *strings.Replacer {
-	m := core.DebtFactor * p.Capacity
+func replacer(p engine.Limit, l []string) *strings.Replacer {
+	m := engine.DebtFactor * p.Capacity
 	mp := m * p.PeriodTicks
 	full := p.Capacity * p.PeriodTicks
 	num := func(v int64) string { return strconv.FormatInt(v, 10) }

@@ -12,7 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/core/memstore"
+	"github.com/tollgate/tollgate/core/storetest"
 )
 
 // offlineStore returns a store whose client reaches no server, for tests
@@ -54,7 +56,7 @@ func TestSpecializedScripts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			op := core.Op{Kind: core.Take, Key: "k", Limits: tt.limits, Cost: 1}
+			op := engine.Op{Plan: planOf("", tt.limits...), Kind: engine.Take, Key: "k", Cost: 1}
 			sc, _, args := s.command(&op)
 			if got := sc != generic; got != tt.specialized {
 				t.Fatalf("specialized = %v, want %v", got, tt.specialized)
@@ -82,29 +84,29 @@ func TestSpecializedScripts(t *testing.T) {
 	}
 }
 
-// TestSpecializedScriptPerContent checks that equal limits in slices of
-// their own (a WithLimitsFunc that builds its slice on every call) find
-// one entry, and so one script, without allocating; and that concurrent
-// first calls of as many sets as the bound all get a specialized script.
-func TestSpecializedScriptPerContent(t *testing.T) {
+// TestSpecializedScriptPerPlan checks that a plan finds what the store
+// derived from it without allocating, that plans of equal limits (two
+// Limiters configured alike) share one script, and that concurrent first
+// calls of as many sets of limits as the bound all get a specialized
+// script, and no more.
+func TestSpecializedScriptPerPlan(t *testing.T) {
 	s := offlineStore(t)
-	fresh := func() []core.Limit {
-		return []core.Limit{core.PerSecond(10), core.PerHour(100).WithAlgorithm(core.GCRA).Named("h")}
+	fresh := func() *engine.Plan {
+		return storetest.Plan("", core.PerSecond(10), core.PerHour(100).WithAlgorithm(core.GCRA).Named("h"))
 	}
-	first := s.params(fresh())
+	p := fresh()
+	first := s.prepare(p)
 	if first.script == generic {
 		t.Fatal("the limits run the generic script")
 	}
-	other := fresh()
-	other[1].Name = "renamed" // names are not parameters
-	if e := s.params(other); e != first {
-		t.Fatalf("a fresh slice of the same limits has entry %p, want %p", e, first)
+	if n := testing.AllocsPerRun(100, func() { s.prepare(p) }); n != 0 {
+		t.Errorf("prepare of a known plan allocates %v times, want 0", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { s.params(other) }); n != 0 {
-		t.Errorf("params of a known set allocates %v times, want 0", n)
+	if other := s.prepare(fresh()); other.script != first.script {
+		t.Fatalf("another plan of the same limits runs script %p, want %p", other.script, first.script)
 	}
-	if s.argCount != 1 || s.scriptCount != 1 {
-		t.Errorf("%d entries and %d scripts, want 1 and 1", s.argCount, s.scriptCount)
+	if len(s.scripts) != 1 {
+		t.Errorf("%d scripts, want 1", len(s.scripts))
 	}
 
 	s.maxScripts = 5 // the first set and four more
@@ -113,15 +115,18 @@ func TestSpecializedScriptPerContent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ls := []core.Limit{core.PerMinute(int64(2 + g%4))}
-			if e := s.params(ls); e.script == generic {
-				t.Errorf("limits %v run the generic script while the bound is not reached", ls)
+			p := storetest.Plan("", core.PerMinute(int64(2+g%4)))
+			if pp := s.prepare(p); pp.script == generic {
+				t.Errorf("limits %v run the generic script while the bound is not reached", p.Limits)
 			}
 		}()
 	}
 	wg.Wait()
-	if s.scriptCount != 5 {
-		t.Errorf("%d scripts, want 5", s.scriptCount)
+	if len(s.scripts) != 5 {
+		t.Errorf("%d scripts, want 5", len(s.scripts))
+	}
+	if pp := s.prepare(storetest.Plan("", core.PerMinute(99))); pp.script != generic {
+		t.Error("a sixth set of limits got a specialized script past the bound of 5")
 	}
 }
 
@@ -129,7 +134,7 @@ func TestSpecializedScriptPerContent(t *testing.T) {
 // processes of a fleet) with the same limits and margin run the same
 // script, so that the server keeps one copy.
 func TestSpecializedScriptSharedAcrossStores(t *testing.T) {
-	limits := []core.Limit{core.PerMinute(100), core.PerHour(1000)}
+	limits := storetest.Plan("", core.PerMinute(100), core.PerHour(1000)).Limits
 	params, _ := formatParams(limits, 1000)
 	a, b := specialize(limits, params, 1000), specialize(slices.Clone(limits), params, 1000)
 	if a == nil || a.sha != b.sha {
@@ -152,23 +157,22 @@ func TestSpecializedScriptGeneralPath(t *testing.T) {
 	now := time.UnixMicro(1_700_000_000_000_000)
 	limits := []core.Limit{core.PerSecond(10).WithAlgorithm(core.GCRA), core.PerMinute(20)}
 	other := []core.Limit{core.PerHour(30).WithAlgorithm(core.TokenBucket)}
-	if sc, _, _ := s.command(&core.Op{Kind: core.Take, Key: "k", Limits: limits, Cost: 1}); sc == generic {
+	if sc, _, _ := s.command(&engine.Op{Plan: planOf("", limits...), Kind: engine.Take, Key: "k", Cost: 1}); sc == generic {
 		t.Fatal("the limits run the generic script")
 	}
-	ops := []core.Op{
-		{Kind: core.Take, Limits: limits, Cost: 3},
-		{Kind: core.Charge, Limits: limits, Cost: 4},
-		{Kind: core.Take, Limits: other, Cost: 2}, // the key now holds two layouts
-		{Kind: core.Take, Limits: limits, Cost: 1},
-		{Kind: core.Refund, Limits: limits, Cost: 2},
-		{Kind: core.Peek, Limits: limits, Cost: 9},
-		{Kind: core.Reset, Limits: limits},
-		{Kind: core.Take, Limits: limits, Cost: 10},
-	}
+	lp, op2 := planOf("", limits...), planOf("", other...)
+	ops := []engine.Op{{Plan: lp, Kind: engine.Take, Cost: 3},
+		{Plan: lp, Kind: engine.Charge, Cost: 4},
+		{Plan: op2, Kind: engine.Take, Cost: 2}, // the key now holds two layouts
+		{Plan: lp, Kind: engine.Take, Cost: 1},
+		{Plan: lp, Kind: engine.Refund, Cost: 2},
+		{Plan: lp, Kind: engine.Peek, Cost: 9},
+		{Plan: lp, Kind: engine.Reset},
+		{Plan: lp, Kind: engine.Take, Cost: 10}}
 	ms := memstore.New(memstore.WithSweepInterval(0))
 	defer ms.Close()
 	for i, op := range ops {
-		op.Key, op.Now = "general path", now.Add(time.Duration(i)*100*time.Millisecond)
+		op.Key, op.Now = "general path", now.Add(time.Duration(i)*100*time.Millisecond).UnixMicro()
 		want, werr := ms.Apply(ctx, op)
 		got, err := s.Apply(ctx, op)
 		if err != nil || werr != nil {

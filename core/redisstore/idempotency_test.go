@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // TestSameOperationTwiceChargesOnce runs one command twice, as go-redis
@@ -23,19 +24,19 @@ func TestSameOperationTwiceChargesOnce(t *testing.T) {
 	s := newStore(t, c, WithOpTTL(5*time.Second))
 	ctx := context.Background()
 	limits := []core.Limit{core.PerMinute(10).WithAlgorithm(core.SlidingLog), core.PerMinute(10).WithAlgorithm(core.GCRA)}
-	for _, kind := range []core.Kind{core.Take, core.Charge, core.Refund, core.Reset} {
+	for _, kind := range []engine.Kind{engine.Take, engine.Charge, engine.Refund, engine.Reset} {
 		t.Run(kind.String(), func(t *testing.T) {
 			key := "twice-" + kind.String()
-			if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
+			if _, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Charge, Key: key, Cost: 4}); err != nil {
 				t.Fatal(err)
 			}
-			op := core.Op{Kind: kind, Key: key, Limits: limits, Cost: 3}
+			op := engine.Op{Plan: planOf("", limits...), Kind: kind, Key: key, Cost: 3}
 			runTwice(t, c, s, &op)
-			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
+			d, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Peek, Key: key})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[core.Kind]int64{core.Take: 3, core.Charge: 3, core.Refund: 9, core.Reset: 10}[kind]
+			want := map[engine.Kind]int64{engine.Take: 3, engine.Charge: 3, engine.Refund: 9, engine.Reset: 10}[kind]
 			if d.Remaining != want {
 				t.Errorf("after 4 charged and %s(3) run twice: Remaining = %d, want %d (applied once)", kind, d.Remaining, want)
 			}
@@ -53,12 +54,12 @@ func TestSecondSendRefused(t *testing.T) {
 	s := newStore(t, c)
 	ctx := context.Background()
 	limits := []core.Limit{core.PerMinute(10).WithAlgorithm(core.GCRA)}
-	for _, kind := range []core.Kind{core.Take, core.Charge, core.Refund, core.Reset} {
+	for _, kind := range []engine.Kind{engine.Take, engine.Charge, engine.Refund, engine.Reset} {
 		key := "once-" + kind.String()
-		if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
+		if _, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Charge, Key: key, Cost: 4}); err != nil {
 			t.Fatal(err)
 		}
-		op := core.Op{Kind: kind, Key: key, Limits: limits, Cost: 3}
+		op := engine.Op{Plan: planOf("", limits...), Kind: kind, Key: key, Cost: 3}
 		sc, keys, args := s.command(&op)
 		if _, err := run(ctx, c, sc, keys, args); err != nil {
 			t.Fatalf("%s: first send: %v", kind, err)
@@ -66,22 +67,22 @@ func TestSecondSendRefused(t *testing.T) {
 		if _, err := run(ctx, c, sc, keys, args); !errors.Is(err, ErrResent) {
 			t.Errorf("%s: second send = %v, want ErrResent", kind, err)
 		}
-		d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
+		d, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Peek, Key: key})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[core.Kind]int64{core.Take: 3, core.Charge: 3, core.Refund: 9, core.Reset: 10}[kind]; d.Remaining != want {
+		if want := map[engine.Kind]int64{engine.Take: 3, engine.Charge: 3, engine.Refund: 9, engine.Reset: 10}[kind]; d.Remaining != want {
 			t.Errorf("after 4 charged and %s(3) sent twice: Remaining = %d, want %d (applied once)", kind, d.Remaining, want)
 		}
 	}
-	peek := core.Op{Kind: core.Peek, Key: "once-take", Limits: limits}
+	peek := engine.Op{Plan: planOf("", limits...), Kind: engine.Peek, Key: "once-take"}
 	sc, keys, args := s.command(&peek)
 	for range 2 {
 		if _, err := run(ctx, c, sc, keys, args); err != nil {
 			t.Fatalf("a Peek sent again: %v", err)
 		}
 	}
-	op := core.Op{Kind: core.Take, Key: "once-noscript", Limits: limits, Cost: 1}
+	op := engine.Op{Plan: planOf("", limits...), Kind: engine.Take, Key: "once-noscript", Cost: 1}
 	sc, keys, args = s.command(&op)
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestSameTakeTwiceRepliesOnce(t *testing.T) {
 
 // runTwice runs op's command twice, as a resend would, and checks that the
 // second run replies as the first did; it returns the first reply.
-func runTwice(t *testing.T, c *redis.Client, s *Store, op *core.Op) any {
+func runTwice(t *testing.T, c *redis.Client, s *Store, op *engine.Op) any {
 	t.Helper()
 	ctx := context.Background()
 	sc, keys, args := s.command(op)
@@ -143,15 +144,15 @@ func runTwice(t *testing.T, c *redis.Client, s *Store, op *core.Op) any {
 func testSameTakeTwice(t *testing.T, c *redis.Client, s *Store, key string, limits []core.Limit) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.Apply(ctx, core.Op{Kind: core.Charge, Key: key, Limits: limits, Cost: 4}); err != nil {
+	if _, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Charge, Key: key, Cost: 4}); err != nil {
 		t.Fatal(err)
 	}
-	op := core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 6}
+	op := engine.Op{Plan: planOf("", limits...), Kind: engine.Take, Key: key, Cost: 6}
 	first := runTwice(t, c, s, &op)
 	if d, err := decode(&op, first); err != nil || !d.Allowed {
 		t.Errorf("first run = %+v, %v, want allowed", d, err)
 	}
-	d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: key, Limits: limits})
+	d, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Peek, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func testSameTakeTwice(t *testing.T, c *redis.Client, s *Store, key string, limi
 		t.Errorf("after 4 charged and Take(6) run twice: Remaining = %d, want 0", d.Remaining)
 	}
 	// A different operation is not mistaken for the first.
-	d, err = s.Apply(ctx, core.Op{Kind: core.Take, Key: key, Limits: limits, Cost: 1})
+	d, err = s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Take, Key: key, Cost: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestRetryAfterReadTimeout(t *testing.T) {
 			resume := pause(t, proc)
 			done := make(chan error, 1)
 			go func() {
-				_, err := s.Apply(ctx, core.Op{Key: "retried", Limits: limits, Cost: 1})
+				_, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Key: "retried", Cost: 1})
 				done <- err
 			}()
 			time.Sleep(300 * time.Millisecond) // two or three attempts time out
@@ -227,7 +228,7 @@ func TestRetryAfterReadTimeout(t *testing.T) {
 				t.Fatalf("Apply across the pause = %v, want ErrResent or the first send's timeout", err)
 			}
 			time.Sleep(50 * time.Millisecond) // the earlier copies run too
-			d, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: "retried", Limits: limits})
+			d, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Peek, Key: "retried"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +270,7 @@ func TestRecordLivesUntilTheDeadline(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
 			}
 			key := "record-ttl-" + strconv.Itoa(int(tc.timeout/time.Millisecond))
-			_, err := s.Apply(ctx, core.Op{Key: key, Limits: limits, Cost: 1})
+			_, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Key: key, Cost: 1})
 			cancel()
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)

@@ -20,7 +20,7 @@ import (
 // written "\)", so that it never holds a brace and distinct keys give
 // distinct tags; a user key longer than the maximum length is replaced by
 // "\#" followed by the hex SHA-256 of the key, which no escaped key can be.
-// A non-empty scope (core.Op.Scope) comes first, escaped the same way and
+// A non-empty scope (engine.Plan.Scope) comes first, escaped the same way and
 // followed by "\:", which no escaped string holds either.
 
 // tag returns the hash tag of user key k.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // The child processes of TestNoOverAdmissionAcrossProcesses run
@@ -99,7 +100,7 @@ func TestOverAdmissionChild(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 16 { // 4 × 32 × 16 = 2048 attempts for 1000 units
-				d, err := s.Apply(ctx, core.Op{Key: key, Limits: overLimits, Cost: 1})
+				d, err := s.Apply(ctx, engine.Op{Plan: planOf("", overLimits...), Key: key, Cost: 1})
 				if err != nil {
 					t.Errorf("Apply: %v", err)
 					return

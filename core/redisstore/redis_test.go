@@ -4,12 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/core/storetest"
 )
 
 // The test command (scripts/test.sh) starts Redis and exports:
@@ -110,4 +116,19 @@ func deleteKeys(c Client, prefix string) {
 	case *redis.Client:
 		del(r)
 	}
+}
+
+// plans caches the plans of planOf, so that operations on the same limits
+// share one plan, as a Limiter's do.
+var plans sync.Map
+
+// planOf returns the plan of limits in scope, as a core.Limiter prepares
+// it (storetest.Plan), the same for equal arguments.
+func planOf(scope string, limits ...core.Limit) *engine.Plan {
+	k := fmt.Sprintf("%q %#v", scope, limits)
+	if p, ok := plans.Load(k); ok {
+		return p.(*engine.Plan)
+	}
+	p, _ := plans.LoadOrStore(k, storetest.Plan(scope, limits...))
+	return p.(*engine.Plan)
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 //go:embed apply.lua
@@ -64,16 +64,13 @@ type Store struct {
 	// unrun (nodes.go).
 	undone, undoFailed, redirected atomic.Int64
 
-	// ARGV[6], the limits' parameters, formatted once per set of limits
-	// (see params), with the script for them: at most maxArgCache entries,
-	// at most maxScripts of them with a specialized script. argMu guards
-	// making entries, and the counts.
-	argCache    sync.Map // limitsHash → *argEntry
-	argMu       sync.Mutex
-	argCount    int
-	scriptCount int64
-	maxScripts  int64
-	once        sync.Once
+	// ARGV[6], the limits' parameters, formatted once per plan (see
+	// prepare), with the script for them: at most maxScripts distinct
+	// specialized scripts, by their SHA-1. scriptMu guards scripts.
+	scriptMu   sync.Mutex
+	scripts    map[string]*script
+	maxScripts int
+	once       sync.Once
 }
 
 // Defaults of the options.
@@ -234,12 +231,12 @@ func ceilMillis(d time.Duration) int64 {
 // Apply implements core.Store: it runs op as one script, atomically, in one
 // round trip whatever the number of limits. Time is op.Now when set, else
 // the Redis server's TIME.
-func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
+func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
 	if s.closed.Load() {
-		return core.Decision{}, fmt.Errorf("redisstore: %s: %w", op.Kind, core.ErrClosed)
+		return engine.Result{}, fmt.Errorf("redisstore: %s: %w", op.Kind, core.ErrClosed)
 	}
 	if err := op.Validate(); err != nil {
-		return core.Decision{}, err
+		return engine.Result{}, err
 	}
 	c := s.newCall(&op)
 	var reply any
@@ -250,40 +247,40 @@ func (s *Store) Apply(ctx context.Context, op core.Op) (core.Decision, error) {
 		reply, err = s.direct(ctx, l.client, c)
 	}
 	if err != nil {
-		return core.Decision{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
+		return engine.Result{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
 	}
-	d, err := decode(&op, reply)
+	res, err := decode(&op, reply)
 	if err != nil {
-		return core.Decision{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
+		return engine.Result{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
 	}
-	return d, nil
+	return res, nil
 }
 
 // command returns the script for op, and its KEYS and ARGV (see
 // apply.lua). op is valid. ARGV[4] (args[3]) is the longest life of the
 // operation's record, or 0 for none, and ARGV[5] (args[4]) the deadline, 0:
 // stamp sets them for the context the call is sent under.
-func (s *Store) command(op *core.Op) (sc *script, keys []string, args []any) {
+func (s *Store) command(op *engine.Op) (sc *script, keys []string, args []any) {
 	c := s.newCall(op)
 	return c.script, c.keys, c.args
 }
 
 // newCall returns the call of op's script (see command).
-func (s *Store) newCall(op *core.Op) *call {
+func (s *Store) newCall(op *engine.Op) *call {
 	c := new(call)
 	c.op = *op
-	state := s.stateKey(op.Scope, op.Key)
+	state := s.stateKey(op.Plan.Scope, op.Key)
 	c.keyBuf[0] = state
 	keys := c.keyBuf[:1]
 	args := c.argBuf[:]
-	if !op.Now.IsZero() {
-		args[0] = op.Now.UnixMicro()
+	if op.Now != 0 {
+		args[0] = op.Now
 	} else {
 		args[0] = ""
 	}
 	args[1], args[2], args[3], args[4] = int(op.Kind), op.Cost, int64(0), int64(0)
 	switch {
-	case op.Kind == core.Peek: // changes nothing: any number of copies may run
+	case op.Kind == engine.Peek: // changes nothing: any number of copies may run
 	case s.opTTL > 0:
 		args[3] = s.opTTL
 		keys = append(keys, state+":op:"+s.opBase+strconv.FormatUint(s.opSeq.Add(1), 36))
@@ -291,136 +288,87 @@ func (s *Store) newCall(op *core.Op) *call {
 		c.once.kind = kindArgs[op.Kind]
 		args[1] = &c.once
 	}
-	e := s.params(op.Limits)
-	c.script = e.script
-	if e.script == generic {
-		args[5] = e.params
+	pp := s.prepare(op.Plan)
+	c.script = pp.script
+	if pp.script == generic {
+		args[5] = pp.params
 	} else {
 		args = args[:5] // the script holds its parameters
 	}
-	if e.logs {
-		for i := range op.Limits {
-			p, _ := op.Limits[i].Params() // op is valid
-			if p.Algorithm != core.SlidingLog && p.Algorithm != core.BucketedWindow {
-				continue
-			}
-			k := 0 // the rank of this limit among the op's limits of its layout
-			for j := range i {
-				if q, _ := op.Limits[j].Params(); q.Ident == p.Ident {
-					k++
-				}
-			}
-			keys = append(keys, logKey(state, p.Ident, k))
-		}
+	for _, lg := range pp.logs {
+		keys = append(keys, logKey(state, lg.ident, lg.rank))
 	}
 	c.keys, c.args = keys, args
 	return c
 }
 
-// maxArgCache bounds the sets of limits whose parameters a Store keeps
-// (with WithLimitsFunc, a key's limits may be computed per key).
-const maxArgCache = 1024
-
-type argEntry struct {
-	limits []core.Limit // a copy, to tell the limits of one hash apart
-	params any          // ARGV[6], the formatted string, boxed once
-	logs   bool         // whether some limit has a log (and so a key of its own)
-	script *script      // the script to run: specialized, or generic
+// prepared is what the store derives from a plan once: the parameters,
+// the script to run, and which limits keep logs.
+type prepared struct {
+	params any     // ARGV[6], the formatted string, boxed once
+	script *script // the script to run: specialized, or generic
+	logs   []logOf // the limits with logs, in order
 }
 
-// params returns ARGV[6] for limits, whether any of them has a log, and the
-// script to run for them. It is made once per set of limits, kept by a hash
-// of their numbers: a Limiter's own slice and a WithLimitsFunc that builds
-// its slice anew on every call find it alike, without allocating. Past
-// maxArgCache sets (or for a set whose hash another holds) it is made anew
-// on every call, with the generic script. The first maxScripts sets without
-// logs get a specialized script.
-func (s *Store) params(limits []core.Limit) *argEntry {
-	h := limitsHash(limits)
-	if e, found := s.cached(h, limits); found {
-		return e
-	}
-	s.argMu.Lock() // a new set: rare, and its script is made once
-	defer s.argMu.Unlock()
-	if e, found := s.cached(h, limits); found {
-		return e
-	}
-	if s.argCount >= maxArgCache {
-		return s.newEntry(limits, false)
-	}
-	e := s.newEntry(limits, true)
-	s.argCache.Store(h, e)
-	s.argCount++
-	return e
+// logOf names the log of a limit: its layout, and its rank among the
+// plan's limits of that layout.
+type logOf struct {
+	ident uint64
+	rank  int
 }
 
-// cached returns the entry of limits kept under their hash h, and true; an
-// entry made anew (generic script) and true when another set holds h; or
-// false when h has no entry.
-func (s *Store) cached(h uint64, limits []core.Limit) (*argEntry, bool) {
-	v, ok := s.argCache.Load(h)
-	if !ok {
-		return nil, false
+// prepare returns what the store derives from plan, made on its first use
+// and kept on the plan (engine.Plan.Value). Plans without logs get a script
+// specialized to their limits (fastpath.go), while the store holds fewer
+// than maxScripts distinct ones.
+func (s *Store) prepare(plan *engine.Plan) *prepared {
+	if v, ok := plan.Value(s); ok {
+		return v.(*prepared)
 	}
-	if e := v.(*argEntry); sameNumbers(limits, e.limits) {
-		return e, true
+	params, logs := formatParams(plan.Limits, s.margin)
+	pp := &prepared{params: any(params), script: generic}
+	for i, l := range plan.Limits {
+		if !l.Algorithm.Logs() {
+			continue
+		}
+		rank := 0
+		for j := range i {
+			if plan.Limits[j].Ident == l.Ident {
+				rank++
+			}
+		}
+		pp.logs = append(pp.logs, logOf{l.Ident, rank})
 	}
-	return s.newEntry(limits, false), true
-}
-
-// newEntry formats the entry of limits. A kept one (cached; s.argMu held)
-// gets a copy of the limits and, while fewer than maxScripts have one and
-// the limits have no log, a specialized script.
-func (s *Store) newEntry(limits []core.Limit, cached bool) *argEntry {
-	params, logs := formatParams(limits, s.margin)
-	e := &argEntry{params: any(params), logs: logs, script: generic}
-	if !cached {
-		return e
-	}
-	e.limits = slices.Clone(limits)
-	if !logs && s.scriptCount < s.maxScripts {
-		if sc := specialize(limits, params, s.margin); sc != nil {
-			e.script = sc
-			s.scriptCount++
+	if !logs {
+		if sc := specialize(plan.Limits, params, s.margin); sc != nil {
+			s.scriptMu.Lock()
+			if have, ok := s.scripts[sc.sha]; ok {
+				pp.script = have
+			} else if len(s.scripts) < s.maxScripts {
+				if s.scripts == nil {
+					s.scripts = make(map[string]*script)
+				}
+				s.scripts[sc.sha] = sc
+				pp.script = sc
+			}
+			s.scriptMu.Unlock()
 		}
 	}
-	return e
-}
-
-// limitsHash hashes the numbers of limits that make their parameters (not
-// their names).
-func limitsHash(limits []core.Limit) uint64 {
-	h := uint64(len(limits))
-	for i := range limits {
-		l := &limits[i]
-		for _, v := range [...]int64{int64(l.Algorithm), l.Quota, l.Burst, int64(l.Period), int64(l.Precision)} {
-			h = (h ^ uint64(v)) * 0x100000001b3 // FNV-1a's prime, per word
-			h ^= h >> 32
-		}
-	}
-	return h
-}
-
-// sameNumbers reports whether a and b hold the same limits but for names.
-func sameNumbers(a, b []core.Limit) bool {
-	return slices.EqualFunc(a, b, func(x, y core.Limit) bool {
-		x.Name, y.Name = "", ""
-		return x == y
-	})
+	return plan.SetValue(s, pp).(*prepared)
 }
 
 // formatParams formats ARGV[6] (see apply.lua): little-endian doubles, which
-// hold every parameter exactly (each is below 2^53).
-func formatParams(limits []core.Limit, margin int64) (string, bool) {
+// hold every parameter exactly (each is below 2^53), and reports whether
+// some limit keeps a log.
+func formatParams(limits []engine.Limit, margin int64) (string, bool) {
 	b := make([]byte, 0, 8*(3+9*len(limits)))
 	put := func(v int64) { b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v))) }
 	put(margin)
-	put(core.DebtFactor)
+	put(engine.DebtFactor)
 	put(int64(len(limits)))
 	logs := false
-	for i := range limits {
-		p, _ := limits[i].Params() // the op is valid
-		logs = logs || p.Algorithm == core.SlidingLog || p.Algorithm == core.BucketedWindow
+	for _, p := range limits {
+		logs = logs || p.Algorithm.Logs()
 		for _, v := range [...]int64{int64(p.Algorithm), p.Quota, p.Capacity, p.Tick, p.PeriodTicks,
 			p.Precision, p.Buckets, int64(p.Ident >> 32), int64(p.Ident & math.MaxUint32)} {
 			put(v)
@@ -448,7 +396,7 @@ func (s *Store) stamp(c *call) {
 	if !ok {
 		return
 	}
-	if c.op.Kind != core.Peek {
+	if c.op.Kind != engine.Peek {
 		c.args[4] = s.clock.deadline(d)
 	}
 	if longest, _ := c.args[3].(int64); longest != 0 {
@@ -466,24 +414,24 @@ func (s *Store) stamp(c *call) {
 func (s *Store) compensate(c *call, v any) {
 	op := c.op
 	switch {
-	case op.Kind == core.Peek || op.Kind == core.Reset || op.Cost == 0:
+	case op.Kind == engine.Peek || op.Kind == engine.Reset || op.Cost == 0:
 		return
-	case op.Kind == core.Take:
-		d, err := decode(&op, v)
-		if err != nil || !d.Allowed {
+	case op.Kind == engine.Take:
+		res, err := decode(&op, v)
+		if err != nil || !res.Allowed {
 			return // expired, or denied: nothing to undo
 		}
-		op.Kind = core.Refund
-	case op.Kind == core.Charge:
+		op.Kind = engine.Refund
+	case op.Kind == engine.Charge:
 		if !applied(v) {
 			return
 		}
-		op.Kind = core.Refund
-	case op.Kind == core.Refund:
+		op.Kind = engine.Refund
+	case op.Kind == engine.Refund:
 		if !applied(v) {
 			return
 		}
-		op.Kind = core.Charge
+		op.Kind = engine.Charge
 	}
 	if s.closed.Load() {
 		s.undoFailed.Add(1)
@@ -535,8 +483,8 @@ type sendOnce struct {
 	cmd  atomic.Pointer[redis.Cmd]
 }
 
-var kindArgs = [...][]byte{core.Take: []byte("0"), core.Peek: []byte("1"), core.Charge: []byte("2"),
-	core.Refund: []byte("3"), core.Reset: []byte("4")}
+var kindArgs = [...][]byte{engine.Take: []byte("0"), engine.Peek: []byte("1"), engine.Charge: []byte("2"),
+	engine.Refund: []byte("3"), engine.Reset: []byte("4")}
 
 func (o *sendOnce) MarshalBinary() ([]byte, error) {
 	if o.sent.Swap(true) {
@@ -562,74 +510,77 @@ func rearm(args []any) {
 // first: HasErrorPrefix allocates, and most commands succeed.)
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
-// decode builds the Decision of op from the script's reply: a fast reply
-// (see decodeFast) or a general one, 4 little-endian doubles per limit
-// (allowed, retry or delay µs, remaining, reset µs), each an integer below
-// 2^53.
-func decode(op *core.Op, reply any) (core.Decision, error) {
+// decode builds the Result of op from the script's reply: after the
+// server's time (8 bytes), EXPIRED, a fast reply (see decodeFast) or a
+// general one, 5 little-endian doubles per limit (allowed, retry or delay
+// µs, remaining, reset µs, window µs), each an integer below 2^53.
+func decode(op *engine.Op, reply any) (engine.Result, error) {
 	r, ok := reply.(string)
 	if !ok || len(r) < 9 {
-		return core.Decision{}, fmt.Errorf("%w: %T of length %d", ErrReply, reply, len(r))
+		return engine.Result{}, fmt.Errorf("%w: %T of length %d", ErrReply, reply, len(r))
 	}
 	r = r[8:] // the server's time (serverClock reads it)
 	if r == "X" {
-		return core.Decision{}, ErrExpired
+		return engine.Result{}, ErrExpired
 	}
 	if len(r)%32 == fastHeader {
 		return decodeFast(op, r)
 	}
-	if len(r) != 32*len(op.Limits) {
-		return core.Decision{}, fmt.Errorf("%w: %T of length %d for %d limits", ErrReply, reply, len(r), len(op.Limits))
+	n := len(op.Plan.Limits)
+	if len(r) != 40*n {
+		return engine.Result{}, fmt.Errorf("%w: %T of length %d for %d limits", ErrReply, reply, len(r), n)
 	}
-	var x [4]int64
-	ls := make([]core.LimitState, len(op.Limits))
+	var x [5]int64
+	ls := make([]engine.LimitResult, n)
 	allowed := true
 	for i := range ls {
 		for j := range x {
-			if x[j], ok = exact(r[32*i+8*j:]); !ok {
-				return core.Decision{}, fmt.Errorf("%w: value %d is not an integer", ErrReply, 4*i+j)
+			if x[j], ok = exact(r[40*i+8*j:]); !ok {
+				return engine.Result{}, fmt.Errorf("%w: value %d is not an integer", ErrReply, 5*i+j)
 			}
 		}
-		s := core.LimitState{Limit: op.Limits[i], Allowed: x[0] == 1, Remaining: x[2], ResetAfter: micros(x[3])}
-		if !s.Allowed {
-			s.RetryAfter = micros(x[1])
+		l := engine.LimitResult{Allowed: x[0] == 1, Remaining: x[2], Reset: x[3], Window: x[4]}
+		if l.Allowed {
+			l.Delay = x[1]
 		} else {
-			s.Delay = micros(x[1])
+			l.Retry = x[1]
 		}
-		allowed = allowed && s.Allowed
-		ls[i] = s
+		allowed = allowed && l.Allowed
+		ls[i] = l
 	}
 	if !allowed { // nothing is queued unless every limit admits
 		for i := range ls {
 			ls[i].Delay = 0
 		}
 	}
-	return core.Combine(op, ls), nil
+	var res engine.Result
+	engine.Combine(ls, &res)
+	return res, nil
 }
 
 // fastHeader is the length of a fast reply's head: the time and the verdict.
 const fastHeader = 9
 
-// decodeFast builds the Decision of op from a reply of the script's fast
+// decodeFast builds the Result of op from a reply of the script's fast
 // path: the time it decided at (µs, a little-endian double), its verdict
 // ('1' allowed, '0' denied) and the states it read, one 32-byte record per
-// limit in order, or none for a fresh key. The Decision is core.Step's on
+// limit in order, or none for a fresh key. The Result is engine.Step's on
 // those states at that time, the function the script ports; a verdict of
 // the script's that differs from Step's is an error (the states it writes
 // are held to Step's by the tests).
-func decodeFast(op *core.Op, r string) (core.Decision, error) {
+func decodeFast(op *engine.Op, r string) (engine.Result, error) {
 	now, ok := exact(r)
 	recs := r[fastHeader:]
-	n := len(op.Limits)
+	n := len(op.Plan.Limits)
 	if !ok || (r[8] != '0' && r[8] != '1') || (len(recs) != 0 && len(recs) != 32*n) {
-		return core.Decision{}, fmt.Errorf("%w: fast reply of length %d for %d limits", ErrReply, len(r), n)
+		return engine.Result{}, fmt.Errorf("%w: fast reply of length %d for %d limits", ErrReply, len(r), n)
 	}
-	var buf [4]core.State
+	var buf [4]engine.State
 	states := buf[:0]
 	if n <= len(buf) {
 		states = buf[:n]
 	} else {
-		states = make([]core.State, n)
+		states = make([]engine.State, n)
 	}
 	for i := 0; i < len(recs); i += 32 {
 		st := &states[i/32]
@@ -639,17 +590,17 @@ func decodeFast(op *core.Op, r string) (core.Decision, error) {
 		st.B, b = exact(recs[i+16:])
 		st.C, c = exact(recs[i+24:])
 		if !a || !b || !c {
-			return core.Decision{}, fmt.Errorf("%w: record %d holds a value that is not an integer", ErrReply, i/32)
+			return engine.Result{}, fmt.Errorf("%w: record %d holds a value that is not an integer", ErrReply, i/32)
 		}
 	}
-	var d core.Decision
-	if _, err := core.StepTo(op, now, states, &d); err != nil {
-		return core.Decision{}, err
+	var res engine.Result
+	if _, err := engine.Step(op, now, states, &res); err != nil {
+		return engine.Result{}, err
 	}
-	if d.Allowed != (r[8] == '1') {
-		return core.Decision{}, fmt.Errorf("%w: the script's verdict (%c) differs from core.Step's", ErrReply, r[8])
+	if res.Allowed != (r[8] == '1') {
+		return engine.Result{}, fmt.Errorf("%w: the script's verdict (%c) differs from engine.Step's", ErrReply, r[8])
 	}
-	return d, nil
+	return res, nil
 }
 
 // exact reads the little-endian double at the start of s as an int64, and
@@ -666,15 +617,6 @@ func le64(s string) uint64 {
 	_ = s[7]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// micros converts µs to a Duration; a negative value, or one too long for
-// a Duration, means core.Never (as in core).
-func micros(us int64) time.Duration {
-	if us < 0 || us > int64(core.Never/time.Microsecond) {
-		return core.Never
-	}
-	return time.Duration(us) * time.Microsecond
 }
 
 // Close stops the batching workers, if any, failing the operations still

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // Every go-redis client a user may hold satisfies Client.
@@ -82,7 +83,7 @@ func TestScopedKeysAreDistinct(t *testing.T) {
 }
 
 func TestDecodeRejectsBadReplies(t *testing.T) {
-	op := core.Op{Key: "k", Limits: []core.Limit{core.PerSecond(1)}, Cost: 1}
+	op := engine.Op{Plan: planOf("", core.PerSecond(1)), Key: "k", Cost: 1}
 	for _, reply := range []any{nil, "x", int64(1), []any{}, []any{int64(1), int64(0), int64(0)}, []any{int64(1), "0", int64(0), int64(0)}, []any{int64(1), nil, int64(0), int64(0)}} {
 		if _, err := decode(&op, reply); !errors.Is(err, ErrReply) {
 			t.Errorf("decode(%#v) = %v, want an error wrapping ErrReply", reply, err)
@@ -93,13 +94,13 @@ func TestDecodeRejectsBadReplies(t *testing.T) {
 func TestServerTime(t *testing.T) {
 	s := newStore(t, newClient(t))
 	ctx := context.Background()
-	op := core.Op{Key: "k", Limits: []core.Limit{core.PerMinute(3).WithAlgorithm(core.FixedWindow), core.PerSecond(10).WithAlgorithm(core.GCRA)}, Cost: 2}
+	op := engine.Op{Plan: planOf("", core.PerMinute(3).WithAlgorithm(core.FixedWindow), core.PerSecond(10).WithAlgorithm(core.GCRA)), Key: "k", Cost: 2}
 	d, err := s.Apply(ctx, op)
-	if err != nil || !d.Allowed || d.Remaining != 1 || d.ResetAfter <= 0 || d.ResetAfter > time.Minute {
+	if err != nil || !d.Allowed || d.Remaining != 1 || d.Reset <= 0 || d.Reset > time.Minute.Microseconds() {
 		t.Fatalf("AllowN(Redis TIME, 2) = %+v, %v; want allowed, 1 remaining, reset within a minute", d, err)
 	}
 	d, err = s.Apply(ctx, op)
-	if err != nil || d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Minute {
+	if err != nil || d.Allowed || d.Retry <= 0 || d.Retry > time.Minute.Microseconds() {
 		t.Fatalf("AllowN(Redis TIME, 2) again = %+v, %v; want denied until the next minute", d, err)
 	}
 }
@@ -109,16 +110,16 @@ func TestPeekOfAFreshKeyWritesNothing(t *testing.T) {
 	s := newStore(t, c)
 	ctx := context.Background()
 	limits := []core.Limit{core.PerSecond(5), core.PerSecond(5).WithAlgorithm(core.SlidingLog)}
-	if _, err := s.Apply(ctx, core.Op{Kind: core.Peek, Key: "k", Limits: limits, Cost: 1}); err != nil {
+	if _, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Peek, Key: "k", Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if keys := scan(t, c, s.prefix); len(keys) != 0 {
 		t.Errorf("Peek of a fresh key left keys %q", keys)
 	}
-	if _, err := s.Apply(ctx, core.Op{Key: "k", Limits: limits, Cost: 1}); err != nil {
+	if _, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Key: "k", Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(ctx, core.Op{Kind: core.Refund, Key: "k", Limits: limits, Cost: 1}); err != nil {
+	if _, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Refund, Key: "k", Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range scan(t, c, s.prefix) {
@@ -149,7 +150,7 @@ func TestWrongTypeIsAnErrorNotAPanic(t *testing.T) {
 	if err := c.HSet(ctx, s.stateKey("", "k"), "x", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Apply(ctx, core.Op{Key: "k", Limits: []core.Limit{core.PerSecond(1)}, Cost: 1})
+	_, err := s.Apply(ctx, engine.Op{Plan: planOf("", core.PerSecond(1)), Key: "k", Cost: 1})
 	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Errorf("Apply on a key of the wrong type = %v, want a WRONGTYPE error", err)
 	}
@@ -177,7 +178,7 @@ func TestScriptFlushWhileServing(t *testing.T) {
 			ctx := context.Background()
 			const quota = 500
 			limits := []core.Limit{core.Per(quota, core.MaxPeriod).WithAlgorithm(core.GCRA)}
-			if sc, _, _ := s.command(&core.Op{Key: "flush", Limits: limits, Cost: 1}); (sc == generic) != tc.generic {
+			if sc, _, _ := s.command(&engine.Op{Plan: planOf("", limits...), Key: "flush", Cost: 1}); (sc == generic) != tc.generic {
 				t.Fatalf("the store runs the generic script: %v, want %v", sc == generic, tc.generic)
 			}
 			var admitted, failed atomic.Int64
@@ -199,7 +200,7 @@ func TestScriptFlushWhileServing(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for range 50 {
-						d, err := s.Apply(ctx, core.Op{Key: "flush", Limits: limits, Cost: 1})
+						d, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Key: "flush", Cost: 1})
 						if err != nil {
 							failed.Add(1)
 							t.Errorf("Apply during SCRIPT FLUSH: %v", err)

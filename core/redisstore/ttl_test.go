@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // TestKeysExpire runs traffic on every algorithm (Redis TIME), checks that
@@ -41,7 +42,7 @@ func TestKeysExpire(t *testing.T) {
 			for i := 0; i < 200 && time.Now().Before(stop); i++ {
 				time.Sleep(2 * time.Millisecond)
 				key := fmt.Sprintf("ttl-%d", (w*7+i)%10)
-				kind := []core.Kind{core.Take, core.Take, core.Take, core.Refund, core.Peek, core.Take, core.Take, core.Take, core.Peek, core.Charge}[i%10]
+				kind := []engine.Kind{engine.Take, engine.Take, engine.Take, engine.Refund, engine.Peek, engine.Take, engine.Take, engine.Take, engine.Peek, engine.Charge}[i%10]
 				// Each limit alone, and all together, so that single- and
 				// multi-limit keys both exist.
 				ls := limits
@@ -49,18 +50,21 @@ func TestKeysExpire(t *testing.T) {
 					ls = limits[i%len(limits) : i%len(limits)+1]
 					key += "-" + ls[0].Algorithm.String()
 				}
-				d, err := s.Apply(ctx, core.Op{Kind: kind, Key: key, Limits: ls, Cost: 1 + int64(i%3)})
+				d, err := s.Apply(ctx, engine.Op{Plan: planOf("", ls...), Kind: kind, Key: key, Cost: 1 + int64(i%3)})
 				if err != nil {
 					t.Errorf("Apply: %v", err)
 					return
 				}
 				at := time.Now()
 				mu.Lock()
-				d.Each(func(s core.LimitState) {
-					if r := at.Add(s.ResetAfter); r.After(last) {
+				if r := at.Add(time.Duration(d.Reset) * time.Microsecond); r.After(last) {
+					last = r
+				}
+				for _, l := range d.Limits {
+					if r := at.Add(time.Duration(l.Reset) * time.Microsecond); r.After(last) {
 						last = r
 					}
-				})
+				}
 				mu.Unlock()
 			}
 		}()

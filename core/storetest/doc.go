@@ -5,9 +5,9 @@
 //		storetest.Run(t, func(t *testing.T) core.Store { return mystore.New(...) })
 //	}
 //
-// The suite drives the store through core.Op values with Op.Now set (a fake
-// clock) and holds every Decision to the one core.Step computes on the same
-// operations: every algorithm, every kind of operation, weighted and huge
+// The suite drives the store through engine.Op values with Now set (a fake
+// clock), on plans made by Plan, and holds every Result to the one
+// engine.Step computes on the same operations: every algorithm, every kind of operation, weighted and huge
 // costs, several limits per key, many keys, randomized traces. It checks
 // that invalid input is an error that changes nothing, that keys of any
 // bytes are distinct and safe, and that concurrent callers hammering one key

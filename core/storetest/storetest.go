@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // Factory returns a new, empty store for one subtest. The suite closes it.
@@ -52,7 +53,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	t.Run("every algorithm and operation matches core.Step", func(t *testing.T) {
+	t.Run("every algorithm and operation matches engine.Step", func(t *testing.T) {
 		for _, alg := range core.Algorithms() {
 			t.Run(alg.String(), func(t *testing.T) {
 				st := open(t)
@@ -64,7 +65,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 			})
 		}
 	})
-	t.Run("randomized multi-limit traces match core.Step", func(t *testing.T) {
+	t.Run("randomized multi-limit traces match engine.Step", func(t *testing.T) {
 		st := open(t)
 		rng := rand.New(rand.NewPCG(42, 43))
 		for i := 0; i < o.Traces; i++ {
@@ -91,7 +92,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 		if err := st.Close(); err != nil {
 			t.Fatalf("Close() = %v", err)
 		}
-		_, err := st.Apply(context.Background(), core.Op{Key: "k", Limits: []core.Limit{core.PerSecond(1)}, Cost: 1, Now: Epoch})
+		_, err := st.Apply(context.Background(), engine.Op{Plan: Plan("", core.PerSecond(1)), Key: "k", Cost: 1, Now: Epoch.UnixMicro()})
 		if !errors.Is(err, core.ErrClosed) {
 			t.Errorf("Apply after Close: err = %v, want one wrapping core.ErrClosed", err)
 		}
@@ -125,18 +126,19 @@ func randomLimit(rng *rand.Rand, alg core.Algorithm) core.Limit {
 // step is one operation of a trace.
 type step struct {
 	key  string
-	kind core.Kind
+	kind engine.Kind
 	cost int64
 	now  time.Time
 }
 
 type trace struct {
 	limits []core.Limit
+	plan   *engine.Plan
 	steps  []step
 }
 
 func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
-	tr := trace{limits: limits}
+	tr := trace{limits: limits, plan: Plan("", limits...)}
 	minP := limits[0].Period
 	for _, l := range limits {
 		minP = min(minP, l.Period)
@@ -159,18 +161,18 @@ func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
 		now = now.Truncate(time.Microsecond)
 		cp := limits[0].Capacity()
 		costs := []int64{0, 1, 1, 1, 2, 3, cp, cp + 1, max(cp/2, 1)}
-		s := step{key: keys[rng.IntN(len(keys))], kind: core.Take, cost: costs[rng.IntN(len(costs))], now: now}
+		s := step{key: keys[rng.IntN(len(keys))], kind: engine.Take, cost: costs[rng.IntN(len(costs))], now: now}
 		switch r := rng.IntN(20); {
 		case r < 2:
-			s.kind = core.Peek
+			s.kind = engine.Peek
 		case r < 4:
-			s.kind = core.Charge
+			s.kind = engine.Charge
 			s.cost = []int64{1, 10, cp * 3, math.MaxInt64}[rng.IntN(4)]
 		case r < 6:
-			s.kind = core.Refund
+			s.kind = engine.Refund
 			s.cost = []int64{1, 5, cp, math.MaxInt64}[rng.IntN(4)]
 		case r < 7:
-			s.kind = core.Reset
+			s.kind = engine.Reset
 			s.cost = 0
 		}
 		tr.steps = append(tr.steps, s)
@@ -179,19 +181,20 @@ func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
 }
 
 // check runs the trace on st (keys prefixed by name, so traces sharing a
-// store do not meet) and compares every Decision with core.Step's.
+// store do not meet) and compares every Result with engine.Step's.
 func (tr trace) check(t *testing.T, st core.Store, name string) {
 	t.Helper()
-	ref := map[string][]core.State{}
+	ref := map[string][]engine.State{}
 	ctx := context.Background()
 	for i, s := range tr.steps {
-		op := core.Op{Kind: s.kind, Key: name + "/" + s.key, Limits: tr.limits, Cost: s.cost, Now: s.now}
+		op := engine.Op{Plan: tr.plan, Kind: s.kind, Key: name + "/" + s.key, Cost: s.cost, Now: s.now.UnixMicro()}
 		states, ok := ref[s.key]
 		if !ok {
-			states = make([]core.State, len(tr.limits))
+			states = make([]engine.State, len(tr.limits))
 			ref[s.key] = states
 		}
-		want, _, werr := core.Step(&op, s.now.UnixMicro(), states)
+		var want engine.Result
+		_, werr := engine.Step(&op, op.Now, states, &want)
 		got, gerr := st.Apply(ctx, op)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("%s step %d: %s(%q, cost %d) at %v: err = %v, want %v (limits %v)", name, i, s.kind, s.key, s.cost, s.now, gerr, werr, tr.limits)
@@ -217,9 +220,9 @@ func (tr trace) history(i int) string {
 func testIndependentKeys(t *testing.T, st core.Store) {
 	ctx := context.Background()
 	lim := []core.Limit{core.PerMinute(2)}
-	take := func(key string) core.Decision {
+	take := func(key string) engine.Result {
 		t.Helper()
-		d, err := st.Apply(ctx, core.Op{Key: key, Limits: lim, Cost: 1, Now: Epoch})
+		d, err := st.Apply(ctx, engine.Op{Plan: Plan("", lim...), Key: key, Cost: 1, Now: Epoch.UnixMicro()})
 		if err != nil {
 			t.Fatalf("Apply(%q) error: %v", key, err)
 		}
@@ -243,11 +246,11 @@ func testSharedKey(t *testing.T, st core.Store) {
 	app := []core.Limit{core.PerMinute(5), core.PerHour(50).WithAlgorithm(core.GCRA)}
 	route := []core.Limit{core.PerMinute(20).WithAlgorithm(core.FixedWindow)}
 	for i := 1; i <= 6; i++ {
-		da, err := st.Apply(ctx, core.Op{Key: "10.0.0.1", Limits: app, Cost: 1, Now: Epoch})
+		da, err := st.Apply(ctx, engine.Op{Plan: Plan("", app...), Key: "10.0.0.1", Cost: 1, Now: Epoch.UnixMicro()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		dr, err := st.Apply(ctx, core.Op{Key: "10.0.0.1", Limits: route, Cost: 3, Now: Epoch})
+		dr, err := st.Apply(ctx, engine.Op{Plan: Plan("", route...), Key: "10.0.0.1", Cost: 3, Now: Epoch.UnixMicro()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,13 +270,13 @@ func testScopes(t *testing.T, st core.Store) {
 	lim := []core.Limit{core.PerMinute(10)}
 	for _, scope := range []string{"app", "search"} {
 		for i := 0; i < 3; i++ {
-			if _, err := st.Apply(ctx, core.Op{Scope: scope, Key: "10.0.0.1", Limits: lim, Cost: 2, Now: Epoch}); err != nil {
+			if _, err := st.Apply(ctx, engine.Op{Plan: Plan(scope, lim...), Key: "10.0.0.1", Cost: 2, Now: Epoch.UnixMicro()}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	for _, scope := range []string{"app", "search", ""} {
-		d, err := st.Apply(ctx, core.Op{Kind: core.Peek, Scope: scope, Key: "10.0.0.1", Limits: lim, Now: Epoch})
+		d, err := st.Apply(ctx, engine.Op{Plan: Plan(scope, lim...), Kind: engine.Peek, Key: "10.0.0.1", Now: Epoch.UnixMicro()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,38 +288,32 @@ func testScopes(t *testing.T, st core.Store) {
 			t.Errorf("Peek in scope %q: Remaining = %d, want %d", scope, d.Remaining, want)
 		}
 	}
-	if _, err := st.Apply(ctx, core.Op{Scope: strings.Repeat("s", core.MaxNameLen+1), Key: "k", Limits: lim, Cost: 1, Now: Epoch}); !errors.Is(err, core.ErrInvalidOp) {
-		t.Errorf("a scope longer than MaxNameLen: err = %v, want one wrapping core.ErrInvalidOp", err)
-	}
 }
 
 func testInvalid(t *testing.T, st core.Store) {
 	ctx := context.Background()
-	good := []core.Limit{core.PerMinute(5)}
+	good := Plan("", core.PerMinute(5))
 	bad := []struct {
 		name string
-		op   core.Op
+		op   engine.Op
 		want error
 	}{
-		{"negative cost", core.Op{Key: "k", Limits: good, Cost: -1}, core.ErrInvalidCost},
-		{"empty key", core.Op{Key: "", Limits: good, Cost: 1}, core.ErrInvalidKey},
-		{"no limits", core.Op{Key: "k", Cost: 1}, core.ErrInvalidOp},
-		{"unknown kind", core.Op{Kind: 99, Key: "k", Limits: good, Cost: 1}, core.ErrInvalidOp},
-		{"zero quota", core.Op{Key: "k", Limits: []core.Limit{{Period: time.Second}}, Cost: 1}, core.ErrInvalidLimit},
-		{"zero period", core.Op{Key: "k", Limits: []core.Limit{{Quota: 1}}, Cost: 1}, core.ErrInvalidLimit},
-		{"one bad limit among good ones", core.Op{Key: "k", Limits: []core.Limit{core.PerMinute(5), {Quota: 1, Period: -time.Second}}, Cost: 1}, core.ErrInvalidLimit},
-		{"negative burst", core.Op{Key: "k", Limits: []core.Limit{core.PerMinute(5).WithBurst(-1)}, Cost: 1}, core.ErrInvalidLimit},
+		{"negative cost", engine.Op{Plan: good, Key: "k", Cost: -1}, core.ErrInvalidCost},
+		{"empty key", engine.Op{Plan: good, Key: "", Cost: 1}, core.ErrInvalidKey},
+		{"no plan", engine.Op{Key: "k", Cost: 1}, core.ErrInvalidOp},
+		{"a plan without limits", engine.Op{Plan: &engine.Plan{}, Key: "k", Cost: 1}, core.ErrInvalidOp},
+		{"unknown kind", engine.Op{Plan: good, Kind: 99, Key: "k", Cost: 1}, core.ErrInvalidOp},
 	}
-	if _, err := st.Apply(ctx, core.Op{Key: "k", Limits: good, Cost: 2, Now: Epoch}); err != nil {
+	if _, err := st.Apply(ctx, engine.Op{Plan: good, Key: "k", Cost: 2, Now: Epoch.UnixMicro()}); err != nil {
 		t.Fatalf("Take error: %v", err)
 	}
 	for _, b := range bad {
-		b.op.Now = Epoch
+		b.op.Now = Epoch.UnixMicro()
 		if _, err := st.Apply(ctx, b.op); !errors.Is(err, b.want) {
 			t.Errorf("%s: err = %v, want one wrapping %v", b.name, err, b.want)
 		}
 	}
-	d, err := st.Apply(ctx, core.Op{Kind: core.Peek, Key: "k", Limits: good, Now: Epoch})
+	d, err := st.Apply(ctx, engine.Op{Plan: good, Kind: engine.Peek, Key: "k", Now: Epoch.UnixMicro()})
 	if err != nil || d.Remaining != 3 {
 		t.Errorf("Peek after invalid ops = %+v, %v; want 3 remaining, as before them", d, err)
 	}
@@ -331,12 +328,12 @@ func testOddKeys(t *testing.T, st core.Store) {
 	lim := []core.Limit{core.PerHour(len64(keys) + 1).WithAlgorithm(core.FixedWindow)}
 	for i, k := range keys {
 		// Key i takes i+1 units; every key must then show its own usage.
-		if _, err := st.Apply(ctx, core.Op{Key: k, Limits: lim, Cost: int64(i + 1), Now: Epoch}); err != nil {
+		if _, err := st.Apply(ctx, engine.Op{Plan: Plan("", lim...), Key: k, Cost: int64(i + 1), Now: Epoch.UnixMicro()}); err != nil {
 			t.Fatalf("Take(%.40q) error: %v", k, err)
 		}
 	}
 	for i, k := range keys {
-		d, err := st.Apply(ctx, core.Op{Kind: core.Peek, Key: k, Limits: lim, Now: Epoch})
+		d, err := st.Apply(ctx, engine.Op{Plan: Plan("", lim...), Kind: engine.Peek, Key: k, Now: Epoch.UnixMicro()})
 		if err != nil {
 			t.Fatalf("Peek(%.40q) error: %v", k, err)
 		}
@@ -358,7 +355,7 @@ func testCoarseTicks(t *testing.T, st core.Store) {
 	const us = time.Microsecond
 	type op struct {
 		at      time.Duration // since day
-		kind    core.Kind
+		kind    engine.Kind
 		cost    int64
 		allowed bool
 		rem     int64 // Remaining
@@ -372,29 +369,29 @@ func testCoarseTicks(t *testing.T, st core.Store) {
 			// Tick 10ms, in which 1.1574 tokens refill; 1µs refills
 			// 0.0001157 of a token.
 			"ten million a day drained 1µs before a tick boundary", core.PerDay(10_000_000), []op{
-				{9999 * us, core.Take, 10_000_000, true, 0},
-				{10_000 * us, core.Take, 1, false, 0},
-				{20_000 * us, core.Take, 1, true, 0}, // 1.1575 tokens refilled
+				{9999 * us, engine.Take, 10_000_000, true, 0},
+				{10_000 * us, engine.Take, 1, false, 0},
+				{20_000 * us, engine.Take, 1, true, 0}, // 1.1575 tokens refilled
 			},
 		},
 		{
 			// Tick 1s, in which the whole burst refills; 1µs refills
 			// 2^47/1e6 = 140737488.36 tokens.
 			"MaxQuota a second drained 1µs before a second", core.PerSecond(core.MaxQuota), []op{
-				{999_999 * us, core.Take, core.MaxQuota, true, 0},
-				{time.Second, core.Take, core.MaxQuota, false, 140_737_488},
-				{time.Second, core.Take, 140_737_489, false, 140_737_488},
-				{time.Second, core.Take, 140_737_488, true, 0},
+				{999_999 * us, engine.Take, core.MaxQuota, true, 0},
+				{time.Second, engine.Take, core.MaxQuota, false, 140_737_488},
+				{time.Second, engine.Take, 140_737_489, false, 140_737_488},
+				{time.Second, engine.Take, 140_737_488, true, 0},
 			},
 		},
 		{
 			// Usage saturates at DebtFactor × capacity at 999999µs: 63s
 			// and 1µs of refill later, 140737488.36 tokens are back.
 			"MaxQuota a second saturated 1µs before a second", core.PerSecond(core.MaxQuota), []op{
-				{999_999 * us, core.Charge, math.MaxInt64, false, 0},
-				{63*time.Second + 999_999*us, core.Take, 1, false, 0},
-				{64 * time.Second, core.Take, 140_737_489, false, 140_737_488},
-				{64 * time.Second, core.Take, 140_737_488, true, 0},
+				{999_999 * us, engine.Charge, math.MaxInt64, false, 0},
+				{63*time.Second + 999_999*us, engine.Take, 1, false, 0},
+				{64 * time.Second, engine.Take, 140_737_489, false, 140_737_488},
+				{64 * time.Second, engine.Take, 140_737_488, true, 0},
 			},
 		},
 	}
@@ -403,7 +400,7 @@ func testCoarseTicks(t *testing.T, st core.Store) {
 			l := tt.limit.WithAlgorithm(alg)
 			key := "coarse " + tt.name + " " + alg.String()
 			for i, o := range tt.ops {
-				d, err := st.Apply(ctx, core.Op{Kind: o.kind, Key: key, Limits: []core.Limit{l}, Cost: o.cost, Now: day.Add(o.at)})
+				d, err := st.Apply(ctx, engine.Op{Plan: Plan("", l), Kind: o.kind, Key: key, Cost: o.cost, Now: day.Add(o.at).UnixMicro()})
 				if err != nil {
 					t.Fatalf("%s, %v, op %d: Apply error: %v", tt.name, alg, i, err)
 				}
@@ -427,6 +424,7 @@ func testNoOverAdmission(t *testing.T, open func(*testing.T) core.Store, gorouti
 					l.Precision = time.Minute
 				}
 				want := l.Capacity() / cost
+				plan := Plan("", l)
 				var admitted atomic.Int64
 				var wg sync.WaitGroup
 				errs := make(chan error, goroutines)
@@ -435,7 +433,7 @@ func testNoOverAdmission(t *testing.T, open func(*testing.T) core.Store, gorouti
 					go func() {
 						defer wg.Done()
 						for range attempts {
-							d, err := st.Apply(context.Background(), core.Op{Key: "hot", Limits: []core.Limit{l}, Cost: cost, Now: Epoch})
+							d, err := st.Apply(context.Background(), engine.Op{Plan: plan, Key: "hot", Cost: cost, Now: Epoch.UnixMicro()})
 							if err != nil {
 								errs <- err
 								return
@@ -457,4 +455,28 @@ func testNoOverAdmission(t *testing.T, open func(*testing.T) core.Store, gorouti
 			})
 		}
 	}
+}
+
+// Compile compiles l for the engine, as a core.Limiter does.
+func Compile(l core.Limit) (engine.Limit, error) {
+	return engine.Compile(engine.Spec{Name: l.Name, Algorithm: engine.Algorithm(l.Algorithm), Quota: l.Quota,
+		Period: l.Period, Burst: l.Burst, Precision: l.Precision})
+}
+
+// Plan compiles limits (valid) into the plan of scope, as a core.Limiter
+// prepares it, for stores' tests. It panics on an invalid limit.
+func Plan(scope string, limits ...core.Limit) *engine.Plan {
+	cl := make([]engine.Limit, len(limits))
+	for i, l := range limits {
+		c, err := Compile(l)
+		if err != nil {
+			panic("storetest.Plan: " + err.Error())
+		}
+		cl[i] = c
+	}
+	p, err := engine.NewPlan(scope, cl)
+	if err != nil {
+		panic("storetest.Plan: " + err.Error())
+	}
+	return p
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // ErrStore is the error of FailingStore. Its text must never reach a
@@ -20,11 +20,11 @@ type FailingStore struct {
 }
 
 // Apply implements core.Store.
-func (s FailingStore) Apply(context.Context, core.Op) (core.Decision, error) {
+func (s FailingStore) Apply(context.Context, engine.Op) (engine.Result, error) {
 	if s.Err != nil {
-		return core.Decision{}, s.Err
+		return engine.Result{}, s.Err
 	}
-	return core.Decision{}, ErrStore
+	return engine.Result{}, ErrStore
 }
 
 // Close implements core.Store.
@@ -36,9 +36,9 @@ func (FailingStore) Close() error { return nil }
 type HangingStore struct{}
 
 // Apply implements core.Store.
-func (HangingStore) Apply(ctx context.Context, _ core.Op) (core.Decision, error) {
+func (HangingStore) Apply(ctx context.Context, _ engine.Op) (engine.Result, error) {
 	<-ctx.Done()
-	return core.Decision{}, ctx.Err()
+	return engine.Result{}, ctx.Err()
 }
 
 // Close implements core.Store.

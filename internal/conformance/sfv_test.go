@@ -11,6 +11,7 @@ import (
 	"github.com/dunglas/httpsfv"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/nethttp"
@@ -129,33 +130,53 @@ func TestConformanceHeadersParse(t *testing.T) {
 	})
 }
 
-// stubStore answers every operation with d.
-type stubStore struct{ d core.Decision }
+// stubStore answers every operation with r.
+type stubStore struct{ r engine.Result }
 
-func (s stubStore) Apply(context.Context, core.Op) (core.Decision, error) { return s.d, nil }
-func (stubStore) Close() error                                            { return nil }
+func (s stubStore) Apply(context.Context, engine.Op) (engine.Result, error) { return s.r, nil }
+func (stubStore) Close() error                                              { return nil }
 
-// FuzzHeadersParse feeds hostile decisions (names, quotas, remaining,
-// resets, retries) through the Guard and parses the headers with httpsfv:
-// the encoder must always produce valid Structured Fields, and the names a
-// client reads back must be the names the encoder meant.
+// validLimit makes a valid limit of fuzzed numbers: a printable name of at
+// most core.MaxNameLen bytes (core.New rejects others), a quota and a
+// period within bounds.
+func validLimit(name string, quota, period int64) core.Limit {
+	b := []byte(clean(name))
+	q := min(max(quota, 1), core.MaxQuota)
+	p := time.Duration(min(max(period, int64(time.Microsecond)), int64(core.MaxPeriod))).Truncate(time.Microsecond)
+	l := core.Per(q, p).Named(string(b))
+	if l.Validate() != nil { // too large to compute exactly
+		l.Quota = 1
+	}
+	return l
+}
+
+// FuzzHeadersParse feeds hostile decisions (any valid names and quotas,
+// any remaining, resets and retries) through the Guard and parses the
+// headers with httpsfv: the encoder must always produce valid Structured
+// Fields, and the names a client reads back must be the limits' names.
 func FuzzHeadersParse(f *testing.F) {
 	f.Add("per-minute", "per-hour", int64(100), int64(60e9), int64(42), int64(17e9), int64(3e9), false)
 	f.Add(`a"b\c`, "\r\n\x00\xff", int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), true)
 	f.Add("", "é", int64(1)<<62, int64(core.Never), int64(1)<<62, int64(core.Never), int64(core.Never), true)
 	f.Fuzz(func(t *testing.T, name1, name2 string, quota, period, rem, reset, retry int64, denied bool) {
-		l1 := core.Limit{Name: name1, Quota: quota, Period: time.Duration(period)}
-		l2 := core.Limit{Name: name2, Quota: quota / 2, Period: time.Duration(period) * 2}
-		d := core.Decision{
-			Allowed: !denied, Limit: l1, Remaining: rem,
-			ResetAfter: time.Duration(reset), RetryAfter: time.Duration(retry),
-			States: []core.LimitState{
-				{Limit: l1, Allowed: !denied, Remaining: rem, ResetAfter: time.Duration(reset), RetryAfter: time.Duration(retry)},
-				{Limit: l2, Allowed: true, Remaining: rem / 2, ResetAfter: time.Duration(reset) / 2},
-			},
+		l1 := validLimit(name1, quota, period)
+		l2 := validLimit(name2, quota/2, period*2)
+		if l1.PolicyName() == l2.PolicyName() {
+			l2 = l2.Named(l1.PolicyName() + "-2")
+			if len(l2.Name) > core.MaxNameLen {
+				l2.Name = "second"
+			}
+		}
+		parts := []engine.LimitResult{
+			{Allowed: !denied, Remaining: rem, Reset: reset / 1000, Retry: retry / 1000},
+			{Allowed: true, Remaining: rem / 2, Reset: reset / 2000},
+		}
+		r := engine.Result{Allowed: !denied, Remaining: rem, Reset: reset / 1000, Retry: retry / 1000, Limits: parts}
+		if denied {
+			r.Retry = retry / 1000
 		}
 		clock := guardtest.NewClock(guardtest.Epoch)
-		lim, err := core.New(stubStore{d}, core.WithClock(clock), core.PerMinute(1))
+		lim, err := core.New(stubStore{r}, core.WithClock(clock), l1, l2)
 		if err != nil {
 			t.Fatal(err)
 		}

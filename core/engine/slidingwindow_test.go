@@ -1,10 +1,11 @@
-package core_test
+package engine_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // SlidingWindow: with e the time elapsed in the current epoch-aligned window,
@@ -16,41 +17,41 @@ func TestSlidingWindowSteps(t *testing.T) {
 	l := core.PerSecond(10) // Q=10, P=1s = 1e6µs, the default algorithm
 	runTable(t, l, []row{
 		// cur=10; the count weighs until the end of the next window: t0+2s.
-		{"the whole quota passes at once", 0, core.Take, 10, ok(0, 2*time.Second)},
+		{"the whole quota passes at once", 0, engine.Take, 10, ok(0, 2*time.Second)},
 		// Not in this window (cur+c > Q). In the next, prev=10, cur=0:
 		// 10·(1e6−e) ≤ (10−1)·1e6 ⇔ e ≥ 100000µs: at t0+1.1s.
-		{"one more waits until the previous window weighs 9", 0, core.Take, 1, denied(0, 2*time.Second, 1100*ms)},
+		{"one more waits until the previous window weighs 9", 0, engine.Take, 1, denied(0, 2*time.Second, 1100*ms)},
 		// prev=10, e=0.5s: 10·0.5e6 + 5·1e6 = 1e7 ≤ 1e7. Remaining 10−⌈5⌉.
-		{"half-way into the next window a cost of 5 passes exactly", 1500 * ms, core.Peek, 5, ok(5, 500*ms)},
+		{"half-way into the next window a cost of 5 passes exactly", 1500 * ms, engine.Peek, 5, ok(5, 500*ms)},
 		// 10·0.5e6 + 6·1e6 = 1.1e7 > 1e7. Passes when 10·(1e6−e) ≤ (10−6)·1e6,
 		// e ≥ 600000µs: 100ms from now.
-		{"a cost of 6 does not and waits 100ms", 1500 * ms, core.Take, 6, denied(5, 500*ms, 100*ms)},
+		{"a cost of 6 does not and waits 100ms", 1500 * ms, engine.Take, 6, denied(5, 500*ms, 100*ms)},
 		// cur=5: 10 − 5 − ⌈5⌉ = 0; cur weighs until t0+3s.
-		{"a cost of 5 passes", 1500 * ms, core.Take, 5, ok(0, 1500*ms)},
+		{"a cost of 5 passes", 1500 * ms, engine.Take, 5, ok(0, 1500*ms)},
 		// e=0.75s: 10·0.25e6 + (5+1)·1e6 = 8.5e6 ≤ 1e7; Remaining 10−6−⌈2.5⌉ = 1.
-		{"as the previous window slides out, room comes back", 1750 * ms, core.Take, 1, ok(1, 1250*ms)},
+		{"as the previous window slides out, room comes back", 1750 * ms, engine.Take, 1, ok(1, 1250*ms)},
 		// 10·0.25e6 + (6+2)·1e6 = 1.05e7 > 1e7. 10·(1e6−e) ≤ (10−6−2)·1e6
 		// ⇔ e ≥ 800000µs: 50ms from now.
-		{"a cost of 2 waits until the previous window weighs 2", 1750 * ms, core.Take, 2, denied(1, 1250*ms, 50*ms)},
+		{"a cost of 2 waits until the previous window weighs 2", 1750 * ms, engine.Take, 2, denied(1, 1250*ms, 50*ms)},
 		// e=0.8s: 10·0.2e6 + 8e6 = 1e7.
-		{"and then passes exactly", 1800 * ms, core.Take, 2, ok(0, 1200*ms)},
+		{"and then passes exactly", 1800 * ms, engine.Take, 2, ok(0, 1200*ms)},
 		// Window 2: prev=8, cur=0, e=0: Remaining 10−⌈8⌉ = 2; prev weighs
 		// until t0+3s.
-		{"at the next boundary the previous count weighs in full", 2 * time.Second, core.Peek, 0, ok(2, time.Second)},
+		{"at the next boundary the previous count weighs in full", 2 * time.Second, engine.Peek, 0, ok(2, time.Second)},
 		// e=0.5s: 8·0.5e6 + 6e6 = 1e7. Remaining 10−6−⌈4⌉ = 0.
-		{"a weighted cost of 6 passes half-way", 2500 * ms, core.Take, 6, ok(0, 1500*ms)},
+		{"a weighted cost of 6 passes half-way", 2500 * ms, engine.Take, 6, ok(0, 1500*ms)},
 		// Window 4, more than one window after window 2: prev=cur=0.
-		{"two windows later everything has slid out", 4200 * ms, core.Take, 1, ok(9, 1800*ms)},
-		{"a cost above the quota is denied for ever", 4200 * ms, core.Take, 11, denied(9, 1800*ms, core.Never)},
+		{"two windows later everything has slid out", 4200 * ms, engine.Take, 1, ok(9, 1800*ms)},
+		{"a cost above the quota is denied for ever", 4200 * ms, engine.Take, 11, denied(9, 1800*ms, core.Never)},
 		// cur=21 > Q. Next window: 21·(1e6−e) ≤ 10·1e6 ⇔ e ≥ 1e6 − ⌊1e7/21⌋
 		// = 1e6 − 476190 = 523810µs: at t0+5.52381s.
-		{"a post-hoc charge pushes usage over the quota", 4200 * ms, core.Charge, 20, denied(0, 1800*ms, 1323810*us)},
+		{"a post-hoc charge pushes usage over the quota", 4200 * ms, engine.Charge, 20, denied(0, 1800*ms, 1323810*us)},
 		// Window 5, e=0.6s: prev=21 weighs 21·0.4 = 8.4 ≤ 10; Remaining 10−⌈8.4⌉.
-		{"the overage slides out with the window", 5600 * ms, core.Peek, 0, ok(1, 400*ms)},
-		{"a refund comes out of the previous window when the current is empty", 5600 * ms, core.Refund, 15, ok(7, 400*ms)}, // prev=6: 10−⌈2.4⌉
-		{"a refund larger than the usage stops at zero usage", 5600 * ms, core.Refund, 100, ok(10, 0)},
-		{"the full quota is back", 5600 * ms, core.Take, 10, ok(0, 1400*ms)}, // cur=10 weighs until t0+7s
-		{"reset replenishes both windows", 5600 * ms, core.Reset, 0, ok(10, 0)},
+		{"the overage slides out with the window", 5600 * ms, engine.Peek, 0, ok(1, 400*ms)},
+		{"a refund comes out of the previous window when the current is empty", 5600 * ms, engine.Refund, 15, ok(7, 400*ms)}, // prev=6: 10−⌈2.4⌉
+		{"a refund larger than the usage stops at zero usage", 5600 * ms, engine.Refund, 100, ok(10, 0)},
+		{"the full quota is back", 5600 * ms, engine.Take, 10, ok(0, 1400*ms)}, // cur=10 weighs until t0+7s
+		{"reset replenishes both windows", 5600 * ms, engine.Reset, 0, ok(10, 0)},
 	})
 }
 
@@ -82,9 +83,9 @@ func TestSlidingWindowWeighting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			states := make([]core.State, 1)
-			mustStep(t, l, core.Take, at(0), 10, states)
-			d := mustStep(t, l, core.Take, at(time.Second+tt.e), tt.cost, states)
+			states := make([]engine.State, 1)
+			mustStep(t, l, engine.Take, at(0), 10, states)
+			d := mustStep(t, l, engine.Take, at(time.Second+tt.e), tt.cost, states)
 			if got := resultOf(d); got != tt.want {
 				t.Errorf("AllowN(t0+1s+%v, %d) = %v, want %v", tt.e, tt.cost, got, tt.want)
 			}

@@ -1,4 +1,4 @@
-package core_test
+package engine_test
 
 import (
 	"fmt"
@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // debtOp is one operation of a TestDebt case, at t0 + at.
 type debtOp struct {
 	at   time.Duration
-	kind core.Kind
+	kind engine.Kind
 	cost int64
 }
 
 func TestDebt(t *testing.T) {
 	perMinute := func(alg core.Algorithm) core.Limit { return core.PerMinute(10).WithAlgorithm(alg) }
-	take := func(at time.Duration, cost int64) debtOp { return debtOp{at, core.Take, cost} }
+	take := func(at time.Duration, cost int64) debtOp { return debtOp{at, engine.Take, cost} }
 	for _, tc := range []struct {
 		name  string
 		limit core.Limit
@@ -57,18 +58,18 @@ func TestDebt(t *testing.T) {
 		{"an exhausted limit is fully in debt", perMinute(core.SlidingWindow),
 			[]debtOp{take(0, 10)}, time.Second, 1},
 		{"post-hoc debt beyond a window's quota counts as full", perMinute(core.FixedWindow),
-			[]debtOp{{0, core.Charge, 25}}, 10 * time.Second, 1},
+			[]debtOp{{0, engine.Charge, 25}}, 10 * time.Second, 1},
 		{"post-hoc debt beyond a bucket's burst counts as full", perMinute(core.TokenBucket),
-			[]debtOp{{0, core.Charge, 30}}, 90 * time.Second, 1}, // −20 tokens, 15 refilled
+			[]debtOp{{0, engine.Charge, 30}}, 90 * time.Second, 1}, // −20 tokens, 15 refilled
 		{"a full refund leaves nothing owed", perMinute(core.GCRA),
-			[]debtOp{take(0, 5), {time.Second, core.Refund, 5}}, time.Second, 0},
+			[]debtOp{take(0, 5), {time.Second, engine.Refund, 5}}, time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			states := make([]core.State, 1)
+			states := make([]engine.State, 1)
 			for _, o := range tc.ops {
 				mustStep(t, tc.limit, o.kind, at(o.at), o.cost, states)
 			}
-			if got := core.Debt(states[0], tc.limit.Quota, tc.limit.Capacity(), at(tc.at)); got != tc.want {
+			if got := engine.Debt(states[0], tc.limit.Quota, tc.limit.Capacity(), at(tc.at)); got != tc.want {
 				t.Errorf("Debt(t0+%v) of %v = %v, want %v", tc.at, tc.limit, got, tc.want)
 			}
 		})
@@ -78,25 +79,25 @@ func TestDebt(t *testing.T) {
 // A state Debt cannot read counts as fully in debt; the zero State is fresh.
 func TestDebtOfStatesItCannotRead(t *testing.T) {
 	l := core.PerMinute(10)
-	states := make([]core.State, 1)
-	mustStep(t, l, core.Take, t0us, 3, states)
+	states := make([]engine.State, 1)
+	mustStep(t, l, engine.Take, t0us, 3, states)
 	used := states[0]
 	garbage := used
 	garbage.Ident = used.Ident | 0xf // an algorithm that does not exist
 	for _, tc := range []struct {
 		name            string
-		st              core.State
+		st              engine.State
 		quota, capacity int64
 		want            float64
 	}{
-		{"the zero state is fresh", core.State{}, 10, 10, 0},
+		{"the zero state is fresh", engine.State{}, 10, 10, 0},
 		{"a used state read with its numbers", used, 10, 10, 0.3},
 		{"a quota below 1", used, 0, 0, 1},
 		{"a capacity other than the quota of a window", used, 10, 20, 1},
 		{"an ident no limit writes", garbage, 10, 10, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := core.Debt(tc.st, tc.quota, tc.capacity, t0us); got != tc.want {
+			if got := engine.Debt(tc.st, tc.quota, tc.capacity, t0us); got != tc.want {
 				t.Errorf("Debt(%+v, %d, %d) = %v, want %v", tc.st, tc.quota, tc.capacity, got, tc.want)
 			}
 		})
@@ -106,11 +107,11 @@ func TestDebtOfStatesItCannotRead(t *testing.T) {
 // Debt reads a log without changing it, even when entries have expired.
 func TestDebtLeavesTheLogAlone(t *testing.T) {
 	l := core.PerMinute(10).WithAlgorithm(core.SlidingLog)
-	states := make([]core.State, 1)
-	mustStep(t, l, core.Take, t0us, 3, states)
-	mustStep(t, l, core.Take, at(30*time.Second), 2, states)
+	states := make([]engine.State, 1)
+	mustStep(t, l, engine.Take, t0us, 3, states)
+	mustStep(t, l, engine.Take, at(30*time.Second), 2, states)
 	before := slices.Clone(states[0].Log)
-	if got := core.Debt(states[0], 10, 10, at(time.Minute)); got != 0.2 {
+	if got := engine.Debt(states[0], 10, 10, at(time.Minute)); got != 0.2 {
 		t.Fatalf("Debt(t0+1m) = %v, want 0.2", got)
 	}
 	if !slices.Equal(states[0].Log, before) || states[0].A != 5 {
@@ -132,7 +133,7 @@ func TestDebtAgreesWithRemaining(t *testing.T) {
 					l = core.PerDay(1_000_000_000 + r.Int64N(1000)).WithAlgorithm(alg) // a coarse tick
 				}
 				tr := randomTrace(r, l, 200, true)
-				states := make([]core.State, 1)
+				states := make([]engine.State, 1)
 				for i := range tr.at {
 					mustStep(t, l, tr.kind[i], tr.at[i], tr.cost[i], states)
 					for _, later := range []int64{tr.at[i], tr.at[i] + r.Int64N(2*l.Period.Microseconds())} {
@@ -151,10 +152,10 @@ func TestDebtAgreesWithRemaining(t *testing.T) {
 	}
 }
 
-func checkDebt(t *testing.T, where string, l core.Limit, st core.State, now int64) float64 {
+func checkDebt(t *testing.T, where string, l core.Limit, st engine.State, now int64) float64 {
 	t.Helper()
-	debt := core.Debt(st, l.Quota, l.Capacity(), now)
-	p := mustStep(t, l, core.Peek, now, 0, cloneStates([]core.State{st}))
+	debt := engine.Debt(st, l.Quota, l.Capacity(), now)
+	p := mustStep(t, l, engine.Peek, now, 0, cloneStates([]engine.State{st}))
 	if (debt == 0) != (p.ResetAfter == 0) {
 		t.Fatalf("%s: Debt = %v but a peek reports ResetAfter %v", where, debt, p.ResetAfter)
 	}

@@ -1,8 +1,6 @@
-package core
+package engine
 
 import "time"
-
-// This file is for store authors: users of Limiter never need it.
 
 // Debt is for store authors whose store bounds its keys and must choose
 // which to forget. It returns the share of a limit's capacity that the
@@ -52,7 +50,7 @@ func Debt(st State, quota, capacity, now int64) float64 {
 }
 
 // layout sets sh to the limit of quota and capacity whose state layout is id
-// (see ident), and reports whether there is one.
+// (see Limit.Ident), and reports whether there is one.
 func (sh *shape) layout(id uint64, quota, capacity int64) bool {
 	alg := Algorithm(id&15) - 1 // 0 wraps to an unknown algorithm
 	x := time.Duration(id >> 4 & 0xfff)
@@ -60,34 +58,39 @@ func (sh *shape) layout(id uint64, quota, capacity int64) bool {
 	if p == 0 || p > uint64(MaxPeriod/time.Microsecond) {
 		return false
 	}
-	l := Limit{Quota: quota, Period: time.Duration(p) * time.Microsecond, Algorithm: alg}
+	s := Spec{Quota: quota, Period: time.Duration(p) * time.Microsecond, Algorithm: alg}
 	if alg.rated() {
-		l.Burst = capacity
+		s.Burst = capacity
 	}
 	if alg == BucketedWindow {
 		if x == 0 {
 			return false
 		}
-		l.Precision = l.Period / x
+		s.Precision = s.Period / x
 	}
-	return l.compile(sh) == nil && sh.id == id && sh.cap == capacity
+	l, err := Compile(s)
+	if err != nil || l.Ident != id || l.Capacity != capacity {
+		return false
+	}
+	sh.Limit = l
+	return true
 }
 
 // usage returns a rolled state's usage and the capacity, in the same unit:
 // Debt is used/full.
 func (sh *shape) usage(st *State) (used, full int64) {
-	switch sh.alg {
+	switch sh.Algorithm {
 	case FixedWindow:
-		return st.B, sh.q
+		return st.B, sh.Quota
 	case SlidingWindow:
-		return slidingUsed(sh, st), sh.q * sh.pt
+		return slidingUsed(sh, st), sh.Quota * sh.PeriodTicks
 	case SlidingLog, BucketedWindow:
-		return st.A, sh.q
+		return st.A, sh.Quota
 	case TokenBucket:
-		full = sh.cap * sh.pt
+		full = sh.Capacity * sh.PeriodTicks
 		return full - st.A, full
 	default:
 		_, debt, _ := gcraDebt(sh, st)
-		return debt, sh.cap * sh.pt
+		return debt, sh.Capacity * sh.PeriodTicks
 	}
 }

@@ -1,4 +1,12 @@
-package core
+package engine
+
+// shape is a compiled limit and the position of the current call in it.
+type shape struct {
+	Limit
+	tt int64 // now in ticks
+	e  int64 // SlidingWindow: ticks elapsed in window st.A
+	rc int64 // the rated algorithms on a coarse tick: the refill between tt and now (see since)
+}
 
 // State is the stored state of one limit of one key. Stores keep one State
 // per limit and hand them to Step; they need not understand the fields. The
@@ -15,7 +23,7 @@ package core
 //	TokenBucket     A = tokens × (P in ticks), B = last refill (ticks)
 //	GCRA, LeakyBucket  TAT = A + B/Q ticks, 0 ≤ B < Q
 type State struct {
-	Ident   uint64 // layout the state was written under (Params.Ident); 0: fresh
+	Ident   uint64 // layout the state was written under (Limit.Ident); 0: fresh
 	A, B, C int64  // the algorithm's registers, as tabled above
 	Log     []Mark // SlidingLog and BucketedWindow marks, oldest first
 }
@@ -28,14 +36,14 @@ type Mark struct {
 
 // fresh resets st to the fully replenished state of sh at now.
 func (sh *shape) fresh(st *State, now int64) {
-	*st = State{Ident: sh.id, Log: st.Log[:0]}
-	switch sh.alg {
+	*st = State{Ident: sh.Ident, Log: st.Log[:0]}
+	switch sh.Algorithm {
 	case FixedWindow:
-		st.A = floorDiv(now, sh.p)
+		st.A = floorDiv(now, sh.Period)
 	case SlidingWindow:
-		st.A = floorDiv(sh.ticks(now), sh.pt)
+		st.A = floorDiv(sh.ticks(now), sh.PeriodTicks)
 	case TokenBucket:
-		st.A = sh.cap * sh.pt
+		st.A = sh.Capacity * sh.PeriodTicks
 		st.B = sh.ticks(now)
 	case GCRA, LeakyBucket:
 		st.A = sh.ticks(now)
@@ -44,10 +52,10 @@ func (sh *shape) fresh(st *State, now int64) {
 
 // ticks converts a time in µs to the limit's ticks.
 func (sh *shape) ticks(now int64) int64 {
-	if sh.tick == 1 {
+	if sh.Tick == 1 {
 		return now
 	}
-	return floorDiv(now, sh.tick)
+	return floorDiv(now, sh.Tick)
 }
 
 // since returns the refill between tick tt and now, in units of tokens ×
@@ -57,23 +65,23 @@ func (sh *shape) ticks(now int64) int64 {
 // made at now: see tokenAdd and gcraAdd. With Q = qh·tick + ql no product
 // passes 2^53.
 func (sh *shape) since(now int64) int64 {
-	r := now - sh.tt*sh.tick
-	qh, ql := sh.q/sh.tick, sh.q%sh.tick
-	return r*qh + ceilDiv(r*ql, sh.tick)
+	r := now - sh.tt*sh.Tick
+	qh, ql := sh.Quota/sh.Tick, sh.Quota%sh.Tick
+	return r*qh + ceilDiv(r*ql, sh.Tick)
 }
 
 // debtCap is the most usage a limit can carry: DebtFactor × capacity.
-func (sh *shape) debtCap() int64 { return DebtFactor * sh.cap }
+func (sh *shape) debtCap() int64 { return DebtFactor * sh.Capacity }
 
 // roll brings st up to now (dropping what expired, refilling) and records
 // the call's position in sh.
 func (sh *shape) roll(st *State, now int64) {
 	sh.tt = sh.ticks(now)
 	sh.rc = 0
-	if sh.tick != 1 && sh.alg.rated() {
+	if sh.Tick != 1 && sh.Algorithm.rated() {
 		sh.rc = sh.since(now)
 	}
-	switch sh.alg {
+	switch sh.Algorithm {
 	case FixedWindow:
 		fixedRoll(sh, st, now)
 	case SlidingWindow:
@@ -93,10 +101,10 @@ func (sh *shape) roll(st *State, now int64) {
 // from now) until it can, or -1 for never. delay is LeakyBucket's queueing
 // delay (µs) when it can pass.
 func (sh *shape) need(st *State, now, c int64) (ok bool, retry, delay int64) {
-	if c > sh.cap {
+	if c > sh.Capacity {
 		return false, -1, 0
 	}
-	switch sh.alg {
+	switch sh.Algorithm {
 	case FixedWindow:
 		ok, retry = fixedNeed(sh, st, now, c)
 	case SlidingWindow:
@@ -119,15 +127,15 @@ func (sh *shape) add(st *State, now, d int64) {
 	m := sh.debtCap()
 	if d > m {
 		d = m
-	} else if sh.alg == SlidingWindow && d < -2*m {
+	} else if sh.Algorithm == SlidingWindow && d < -2*m {
 		d = -2 * m
-	} else if sh.alg != SlidingWindow && d < -m {
+	} else if sh.Algorithm != SlidingWindow && d < -m {
 		d = -m
 	}
 	if d == 0 {
 		return
 	}
-	switch sh.alg {
+	switch sh.Algorithm {
 	case FixedWindow:
 		fixedAdd(sh, st, d)
 	case SlidingWindow:
@@ -135,7 +143,7 @@ func (sh *shape) add(st *State, now, d int64) {
 	case SlidingLog:
 		markAdd(sh, st, now, d)
 	case BucketedWindow:
-		markAdd(sh, st, floorDiv(now, sh.prec), d)
+		markAdd(sh, st, floorDiv(now, sh.Precision), d)
 	case TokenBucket:
 		tokenAdd(sh, st, d)
 	default:
@@ -145,7 +153,7 @@ func (sh *shape) add(st *State, now, d int64) {
 
 // report returns the units left and the time (µs) until fully replenished.
 func (sh *shape) report(st *State, now int64) (remaining, reset int64) {
-	switch sh.alg {
+	switch sh.Algorithm {
 	case FixedWindow:
 		return fixedReport(sh, st, now)
 	case SlidingWindow:

@@ -1,4 +1,4 @@
-package core_test
+package engine_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // event is one admitted Take of a random trace.
@@ -18,7 +19,7 @@ type event struct {
 // trace is a random sequence of operations at non-decreasing instants.
 type trace struct {
 	at   []int64
-	kind []core.Kind
+	kind []engine.Kind
 	cost []int64
 }
 
@@ -39,17 +40,17 @@ func randomTrace(r *rand.Rand, l core.Limit, n int, mixed bool) trace {
 		default:
 			now += r.Int64N(3 * p)
 		}
-		kind := core.Take
+		kind := engine.Take
 		if mixed {
 			switch x := r.IntN(10); {
 			case x == 0:
-				kind = core.Peek
+				kind = engine.Peek
 			case x == 1:
-				kind = core.Charge
+				kind = engine.Charge
 			case x == 2:
-				kind = core.Refund
+				kind = engine.Refund
 			case x == 3 && r.IntN(10) == 0:
-				kind = core.Reset
+				kind = engine.Reset
 			}
 		}
 		var cost int64
@@ -103,7 +104,7 @@ func TestTokenBucketEqualsGCRA(t *testing.T) {
 		}
 		gcra := tb.WithAlgorithm(core.GCRA)
 		tr := randomTrace(r, tb, 300, seed%2 == 1)
-		ts, gs := make([]core.State, 1), make([]core.State, 1)
+		ts, gs := make([]engine.State, 1), make([]engine.State, 1)
 		for i := range tr.at {
 			d1 := mustStep(t, tb, tr.kind[i], tr.at[i], tr.cost[i], ts)
 			d2 := mustStep(t, gcra, tr.kind[i], tr.at[i], tr.cost[i], gs)
@@ -127,7 +128,7 @@ func TestWaitsAreExact(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, uint64(alg)))
 				l := randomLimit(r, alg)
 				tr := randomTrace(r, l, 200, true)
-				states := make([]core.State, 1)
+				states := make([]engine.State, 1)
 				for i := range tr.at {
 					now, kind, cost := tr.at[i], tr.kind[i], tr.cost[i]
 					d := mustStep(t, l, kind, now, cost, states)
@@ -145,10 +146,10 @@ func TestWaitsAreExact(t *testing.T) {
 	}
 }
 
-func checkWaits(t *testing.T, where string, l core.Limit, kind core.Kind, now, cost int64, d core.Decision, states []core.State) {
+func checkWaits(t *testing.T, where string, l core.Limit, kind engine.Kind, now, cost int64, d core.Decision, states []engine.State) {
 	t.Helper()
-	peek := func(at, c int64) core.Decision { return mustStep(t, l, core.Peek, at, c, cloneStates(states)) }
-	if kind != core.Take && kind != core.Peek {
+	peek := func(at, c int64) core.Decision { return mustStep(t, l, engine.Peek, at, c, cloneStates(states)) }
+	if kind != engine.Take && kind != engine.Peek {
 		cost = 0 // Charge, Refund and Reset report as a peek of 0 would
 	}
 	{
@@ -207,10 +208,10 @@ func TestNeverOverAdmits(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 0xad+uint64(alg)))
 				l := randomLimit(r, alg)
 				tr := randomTrace(r, l, 400, false)
-				states := make([]core.State, 1)
+				states := make([]engine.State, 1)
 				var admitted []event
 				for i := range tr.at {
-					d := mustStep(t, l, core.Take, tr.at[i], tr.cost[i], states)
+					d := mustStep(t, l, engine.Take, tr.at[i], tr.cost[i], states)
 					if d.Allowed {
 						admitted = append(admitted, event{at: tr.at[i], cost: tr.cost[i], delay: d.Delay.Microseconds()})
 					}

@@ -1,4 +1,4 @@
-package core
+package engine
 
 // SlidingLog and BucketedWindow keep a log of marks, oldest first, and the
 // sum of their costs in A.
@@ -12,10 +12,10 @@ package core
 
 // markExpiry returns when (µs) mark m stops counting.
 func markExpiry(sh *shape, m Mark) int64 {
-	if sh.alg == BucketedWindow {
-		return (m.At + sh.n) * sh.prec
+	if sh.Algorithm == BucketedWindow {
+		return (m.At + sh.Buckets) * sh.Precision
 	}
-	return m.At + sh.p
+	return m.At + sh.Period
 }
 
 func logRoll(sh *shape, st *State, now int64) { dropExpired(sh, st, now) }
@@ -36,7 +36,7 @@ func dropExpired(sh *shape, st *State, now int64) {
 }
 
 func markNeed(sh *shape, st *State, now, c int64) (bool, int64) {
-	excess := (st.A - sh.q) + c // in this order every partial sum stays below 2^53
+	excess := (st.A - sh.Quota) + c // in this order every partial sum stays below 2^53
 	if excess <= 0 {
 		return true, 0
 	}
@@ -80,7 +80,7 @@ func markAdd(sh *shape, st *State, at, d int64) {
 
 func markReport(sh *shape, st *State, now int64) (int64, int64) {
 	if len(st.Log) == 0 {
-		return sh.q, 0
+		return sh.Quota, 0
 	}
-	return max(sh.q-st.A, 0), markExpiry(sh, st.Log[len(st.Log)-1]) - now
+	return max(sh.Quota-st.A, 0), markExpiry(sh, st.Log[len(st.Log)-1]) - now
 }

@@ -1,4 +1,4 @@
-package core_test
+package engine_test
 
 import (
 	"context"
@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
-// multiStep runs kind on limits with core.Step at t0+d and returns the
+// multiStep runs kind on limits with engine.Step at t0+d and returns the
 // Decision; it fails the test on error.
-func multiStep(t *testing.T, limits []core.Limit, kind core.Kind, d time.Duration, cost int64, states []core.State) core.Decision {
+func multiStep(t *testing.T, limits []core.Limit, kind engine.Kind, d time.Duration, cost int64, states []engine.State) core.Decision {
 	t.Helper()
-	op := core.Op{Kind: kind, Key: "k", Limits: limits, Cost: cost}
-	dec, keep, err := core.Step(&op, at(d), states)
+	op := op{Kind: kind, Key: "k", Limits: limits, Cost: cost}
+	dec, keep, err := step(&op, at(d), states)
 	if err != nil {
 		t.Fatalf("%s(t0+%v, %d): %v", opName(kind), d, cost, err)
 	}
@@ -58,26 +59,26 @@ func TestMultiLimitAllOrNothing(t *testing.T) {
 	min := core.PerMinute(120)
 	hour := core.PerHour(240).WithAlgorithm(core.FixedWindow)
 	limits := []core.Limit{sec, min, hour}
-	states := make([]core.State, 3)
+	states := make([]engine.State, 3)
 
 	// The hour's state alone: 238 of 240 used in the hour [t0, t0+1h).
-	mustStep(t, hour, core.Take, at(0), 238, states[2:])
+	mustStep(t, hour, engine.Take, at(0), 238, states[2:])
 
 	t.Run("a cost the hour limit cannot take is denied by it alone", func(t *testing.T) {
-		d := multiStep(t, limits, core.Take, 10*time.Second, 5, states)
+		d := multiStep(t, limits, engine.Take, 10*time.Second, 5, states)
 		checkMulti(t, "AllowN(t0+10s, 5)", d, denied(2, 3590*time.Second, 3590*time.Second), hour, []result{
 			ok(10, 0), ok(120, 0), denied(2, 3590*time.Second, 3590*time.Second),
 		})
 	})
 	t.Run("the denial charged neither the second nor the minute", func(t *testing.T) {
-		d := multiStep(t, limits, core.Peek, 10*time.Second, 0, states)
+		d := multiStep(t, limits, engine.Peek, 10*time.Second, 0, states)
 		// Allowed: the binding limit is the one with the least Remaining.
 		checkMulti(t, "PeekN(t0+10s, 0)", d, ok(2, 3590*time.Second), hour, []result{
 			ok(10, 0), ok(120, 0), ok(2, 3590*time.Second),
 		})
 	})
 	t.Run("a cost all three can take is charged to all three", func(t *testing.T) {
-		d := multiStep(t, limits, core.Take, 10*time.Second, 2, states)
+		d := multiStep(t, limits, engine.Take, 10*time.Second, 2, states)
 		// sec: 8 tokens, full after 2·100ms; min: cur=2, weighs until the
 		// end of the next minute, t0+120s; hour: 240 used.
 		checkMulti(t, "AllowN(t0+10s, 2)", d, ok(0, 3590*time.Second), hour, []result{
@@ -86,7 +87,7 @@ func TestMultiLimitAllOrNothing(t *testing.T) {
 	})
 	t.Run("a cost above one limit's capacity is denied for ever", func(t *testing.T) {
 		// 11 > sec's burst of 10: Never, which is the longest RetryAfter.
-		d := multiStep(t, limits, core.Take, 10*time.Second, 11, states)
+		d := multiStep(t, limits, engine.Take, 10*time.Second, 11, states)
 		checkMulti(t, "AllowN(t0+10s, 11)", d, denied(8, 200*ms, core.Never), sec, []result{
 			denied(8, 200*ms, core.Never), ok(118, 110*time.Second), denied(0, 3590*time.Second, 3590*time.Second),
 		})
@@ -98,7 +99,7 @@ func TestMultiLimitLongestRetryAfterBinds(t *testing.T) {
 	sec := core.PerSecond(2).WithAlgorithm(core.FixedWindow)
 	min := core.PerMinute(3).WithAlgorithm(core.FixedWindow)
 	for _, order := range [][]core.Limit{{sec, min}, {min, sec}} {
-		states := make([]core.State, 2)
+		states := make([]engine.State, 2)
 		secFirst := order[0] == sec
 		pick := func(s, m result) []result {
 			if secFirst {
@@ -111,21 +112,21 @@ func TestMultiLimitLongestRetryAfterBinds(t *testing.T) {
 			name = "minute limit first"
 		}
 		t.Run(name, func(t *testing.T) {
-			d := multiStep(t, order, core.Take, 0, 2, states)
+			d := multiStep(t, order, engine.Take, 0, 2, states)
 			checkMulti(t, "AllowN(t0, 2)", d, ok(0, time.Second), sec, pick(ok(0, time.Second), ok(1, time.Minute)))
 
 			// Both deny: sec until t0+1s, min until t0+1m.
-			d = multiStep(t, order, core.Take, 0, 2, states)
+			d = multiStep(t, order, engine.Take, 0, 2, states)
 			checkMulti(t, "AllowN(t0, 2)", d, denied(1, time.Minute, time.Minute), min,
 				pick(denied(0, time.Second, time.Second), denied(1, time.Minute, time.Minute)))
 
 			// sec has a new window; min still denies.
-			d = multiStep(t, order, core.Take, time.Second, 2, states)
+			d = multiStep(t, order, engine.Take, time.Second, 2, states)
 			checkMulti(t, "AllowN(t0+1s, 2)", d, denied(1, 59*time.Second, 59*time.Second), min,
 				pick(ok(2, 0), denied(1, 59*time.Second, 59*time.Second)))
 
 			// Allowed: min has the least Remaining (0 against 1).
-			d = multiStep(t, order, core.Take, time.Second, 1, states)
+			d = multiStep(t, order, engine.Take, time.Second, 1, states)
 			checkMulti(t, "AllowN(t0+1s, 1)", d, ok(0, 59*time.Second), min,
 				pick(ok(1, time.Second), ok(0, 59*time.Second)))
 		})
@@ -138,7 +139,7 @@ func TestMultiLimitTieGoesToLongestResetAfter(t *testing.T) {
 	sec := core.PerSecond(5).WithAlgorithm(core.FixedWindow)
 	min := core.PerMinute(5).WithAlgorithm(core.FixedWindow)
 	for _, order := range [][]core.Limit{{sec, min}, {min, sec}} {
-		d := multiStep(t, order, core.Take, 500*time.Millisecond, 2, make([]core.State, 2))
+		d := multiStep(t, order, engine.Take, 500*time.Millisecond, 2, make([]engine.State, 2))
 		if got, want := resultOf(d), ok(3, 59500*time.Millisecond); got != want || d.Limit != min {
 			t.Errorf("AllowN(t0+500ms, 2) over %v = %v bound by %v, want %v bound by %v", order, got, d.Limit, want, min)
 		}
@@ -151,7 +152,7 @@ func TestMultiLimitDelay(t *testing.T) {
 	leaky := core.PerSecond(2).WithBurst(3).WithAlgorithm(core.LeakyBucket) // T = 500ms
 	min := core.PerMinute(10).WithAlgorithm(core.SlidingLog)
 	limits := []core.Limit{min, leaky}
-	states := make([]core.State, 2)
+	states := make([]engine.State, 2)
 	for i, want := range []struct {
 		d     result
 		bound core.Limit
@@ -161,12 +162,12 @@ func TestMultiLimitDelay(t *testing.T) {
 		{queued(0, 1500*ms, time.Second), leaky},
 		{denied(0, 1500*ms, 500*ms), leaky}, // the queue is full; nothing is charged
 	} {
-		d := multiStep(t, limits, core.Take, 0, 1, states)
+		d := multiStep(t, limits, engine.Take, 0, 1, states)
 		if got := resultOf(d); got != want.d || d.Limit != want.bound {
 			t.Errorf("request %d: AllowN(t0, 1) = %v bound by %v, want %v bound by %v", i+1, got, d.Limit, want.d, want.bound)
 		}
 	}
-	d := multiStep(t, limits, core.Peek, 0, 0, states)
+	d := multiStep(t, limits, engine.Peek, 0, 0, states)
 	if got, want := stateResult(d.States[0]), ok(7, time.Minute); got != want {
 		t.Errorf("PeekN(t0, 0): the minute limit = %v, want %v (the denied request took nothing)", got, want)
 	}
@@ -178,20 +179,20 @@ func TestMultiLimitChargeAndRefund(t *testing.T) {
 	sec := core.PerSecond(10).WithAlgorithm(core.FixedWindow)
 	min := core.PerMinute(20).WithAlgorithm(core.FixedWindow)
 	limits := []core.Limit{sec, min}
-	states := make([]core.State, 2)
-	multiStep(t, limits, core.Take, 0, 5, states)
+	states := make([]engine.State, 2)
+	multiStep(t, limits, engine.Take, 0, 5, states)
 
 	// sec: 17 of 10 until t0+1s; min: 17 of 20.
-	d := multiStep(t, limits, core.Charge, 0, 12, states)
+	d := multiStep(t, limits, engine.Charge, 0, 12, states)
 	checkMulti(t, "Charge(t0, 12)", d, denied(0, time.Second, time.Second), sec, []result{
 		denied(0, time.Second, time.Second), ok(3, time.Minute),
 	})
 	// At t0+1s sec is replenished; min is 17 of 20.
-	d = multiStep(t, limits, core.Take, time.Second, 4, states)
+	d = multiStep(t, limits, engine.Take, time.Second, 4, states)
 	checkMulti(t, "AllowN(t0+1s, 4)", d, denied(3, 59*time.Second, 59*time.Second), min, []result{
 		ok(10, 0), denied(3, 59*time.Second, 59*time.Second),
 	})
-	d = multiStep(t, limits, core.Refund, time.Second, 30, states)
+	d = multiStep(t, limits, engine.Refund, time.Second, 30, states)
 	checkMulti(t, "Refund(t0+1s, 30)", d, ok(10, 0), sec, []result{ok(10, 0), ok(20, 0)})
 }
 
@@ -233,52 +234,53 @@ func TestLimiterMultiLimit(t *testing.T) {
 // Combine, exported for stores that compute each limit's state themselves,
 // follows the same rules.
 func TestCombine(t *testing.T) {
-	a, b, c := core.PerSecond(1).Named("a"), core.PerSecond(2).Named("b"), core.PerSecond(3).Named("c")
-	op := &core.Op{Key: "k", Cost: 3, Limits: []core.Limit{a, b, c}}
 	tests := []struct {
 		name    string
-		states  []core.LimitState
-		want    result
-		binding core.Limit
+		parts   []engine.LimitResult
+		want    engine.Result
+		binding int
 	}{
 		{
 			"allowed: the least Remaining binds",
-			[]core.LimitState{{Limit: a, Allowed: true, Remaining: 5, ResetAfter: 9}, {Limit: b, Allowed: true, Remaining: 2, ResetAfter: 1}, {Limit: c, Allowed: true, Remaining: 3, ResetAfter: 8}},
-			ok(2, 1), b,
+			[]engine.LimitResult{{Allowed: true, Remaining: 5, Reset: 9}, {Allowed: true, Remaining: 2, Reset: 1}, {Allowed: true, Remaining: 3, Reset: 8}},
+			engine.Result{Allowed: true, Remaining: 2, Reset: 1}, 1,
 		},
 		{
-			"allowed: among equal Remaining the longest ResetAfter binds",
-			[]core.LimitState{{Limit: a, Allowed: true, Remaining: 2, ResetAfter: 5}, {Limit: b, Allowed: true, Remaining: 2, ResetAfter: 7}, {Limit: c, Allowed: true, Remaining: 2, ResetAfter: 6}},
-			ok(2, 7), b,
+			"allowed: among equal Remaining the longest Reset binds",
+			[]engine.LimitResult{{Allowed: true, Remaining: 2, Reset: 5}, {Allowed: true, Remaining: 2, Reset: 7}, {Allowed: true, Remaining: 2, Reset: 6}},
+			engine.Result{Allowed: true, Remaining: 2, Reset: 7}, 1,
 		},
 		{
-			"allowed: the longest Delay is the Decision's",
-			[]core.LimitState{{Limit: a, Allowed: true, Remaining: 1, Delay: 4}, {Limit: b, Allowed: true, Remaining: 2, Delay: 9}, {Limit: c, Allowed: true, Remaining: 3}},
-			result{Allowed: true, Remaining: 1, Delay: 9}, a,
+			"allowed: the longest Delay is the Result's",
+			[]engine.LimitResult{{Allowed: true, Remaining: 1, Delay: 4}, {Allowed: true, Remaining: 2, Delay: 9}, {Allowed: true, Remaining: 3}},
+			engine.Result{Allowed: true, Remaining: 1, Delay: 9}, 0,
 		},
 		{
-			"denied: the denying limit with the longest RetryAfter binds, not an allowing one",
-			[]core.LimitState{{Limit: a, Allowed: true, Remaining: 0, ResetAfter: 99}, {Limit: b, Allowed: false, Remaining: 1, ResetAfter: 4, RetryAfter: 3}, {Limit: c, Allowed: false, Remaining: 0, ResetAfter: 5, RetryAfter: 4}},
-			denied(0, 5, 4), c,
+			"denied: the denying limit with the longest Retry binds, not an allowing one",
+			[]engine.LimitResult{{Allowed: true, Remaining: 0, Reset: 99}, {Allowed: false, Remaining: 1, Reset: 4, Retry: 3}, {Allowed: false, Remaining: 0, Reset: 5, Retry: 4, Window: 2}},
+			engine.Result{Remaining: 0, Reset: 5, Retry: 4, Window: 2}, 2,
 		},
 		{
-			"denied: Never is the longest RetryAfter",
-			[]core.LimitState{{Limit: a, Allowed: false, Remaining: 0, ResetAfter: 5, RetryAfter: 5}, {Limit: b, Allowed: false, Remaining: 2, RetryAfter: core.Never}, {Limit: c, Allowed: true, Remaining: 3}},
-			denied(2, 0, core.Never), b,
+			"denied: never (-1) is the longest Retry",
+			[]engine.LimitResult{{Allowed: false, Remaining: 0, Reset: 5, Retry: 5}, {Allowed: false, Remaining: 2, Retry: -1}, {Allowed: true, Remaining: 3}},
+			engine.Result{Remaining: 2, Retry: -1}, 1,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := core.Combine(op, tt.states)
-			if got := resultOf(d); got != tt.want || d.Limit != tt.binding || d.Cost != 3 || len(d.States) != 3 {
-				t.Errorf("Combine = %v bound by %v (cost %d, %d states), want %v bound by %v", got, d.Limit, d.Cost, len(d.States), tt.want, tt.binding)
+			var res engine.Result
+			engine.Combine(tt.parts, &res)
+			tt.want.Binding, tt.want.Limits = tt.binding, tt.parts
+			if !reflect.DeepEqual(res, tt.want) {
+				t.Errorf("Combine = %+v, want %+v", res, tt.want)
 			}
 		})
 	}
-	t.Run("one limit's state is the Decision itself, without States", func(t *testing.T) {
-		d := core.Combine(&core.Op{Key: "k", Limits: []core.Limit{a}}, []core.LimitState{{Limit: a, Allowed: true, Remaining: 1, ResetAfter: 2}})
-		if got := resultOf(d); got != ok(1, 2) || d.States != nil {
-			t.Errorf("Combine = %v with States %v, want %v and nil States", got, d.States, ok(1, 2))
+	t.Run("one limit's part is the Result itself, without Limits", func(t *testing.T) {
+		var res engine.Result
+		engine.Combine([]engine.LimitResult{{Allowed: true, Remaining: 1, Reset: 2}}, &res)
+		if want := (engine.Result{Allowed: true, Remaining: 1, Reset: 2}); !reflect.DeepEqual(res, want) {
+			t.Errorf("Combine = %+v, want %+v", res, want)
 		}
 	})
 }
@@ -287,8 +289,8 @@ func TestCombine(t *testing.T) {
 func TestStepStatesMustMatchLimits(t *testing.T) {
 	limits := []core.Limit{core.PerSecond(1), core.PerMinute(10)}
 	for _, n := range []int{0, 1, 3} {
-		op := core.Op{Key: "k", Limits: limits, Cost: 1}
-		if _, _, err := core.Step(&op, t0us, make([]core.State, n)); !errors.Is(err, core.ErrInvalidOp) {
+		op := op{Key: "k", Limits: limits, Cost: 1}
+		if _, _, err := step(&op, t0us, make([]engine.State, n)); !errors.Is(err, core.ErrInvalidOp) {
 			t.Errorf("Step with %d states for 2 limits: error %v, want one wrapping ErrInvalidOp", n, err)
 		}
 	}

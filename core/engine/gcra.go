@@ -1,4 +1,4 @@
-package core
+package engine
 
 import "math/bits"
 
@@ -16,8 +16,8 @@ import "math/bits"
 
 func gcraRoll(sh *shape, st *State, now int64) {
 	tt := sh.tt
-	if st.B >= sh.q { // Quota lowered since the state was written
-		st.B = sh.q - 1
+	if st.B >= sh.Quota { // Quota lowered since the state was written
+		st.B = sh.Quota - 1
 	}
 	if st.A < tt {
 		st.A, st.B = tt, 0
@@ -26,7 +26,7 @@ func gcraRoll(sh *shape, st *State, now int64) {
 
 // gcraCap is the most debt a charge leaves at tick tt: debtCap·P at now,
 // which is sh.rc more at tt.
-func (sh *shape) gcraCap() int64 { return sh.debtCap()*sh.pt + sh.rc }
+func (sh *shape) gcraCap() int64 { return sh.debtCap()*sh.PeriodTicks + sh.rc }
 
 // gcraDebt returns Q·(TAT − t) at tick t = tt, capped at gcraCap; over
 // reports that the true debt is above the cap (only possible for a clock
@@ -34,7 +34,7 @@ func (sh *shape) gcraCap() int64 { return sh.debtCap()*sh.pt + sh.rc }
 func gcraDebt(sh *shape, st *State) (tt, debt int64, over bool) {
 	tt = sh.tt
 	limit := sh.gcraCap()
-	hi, lo := bits.Mul64(uint64(st.A-tt), uint64(sh.q)) // st.A ≥ tt after roll
+	hi, lo := bits.Mul64(uint64(st.A-tt), uint64(sh.Quota)) // st.A ≥ tt after roll
 	if hi != 0 || lo > uint64(limit) || int64(lo)+st.B > limit {
 		return tt, limit, true
 	}
@@ -43,11 +43,11 @@ func gcraDebt(sh *shape, st *State) (tt, debt int64, over bool) {
 
 func gcraNeed(sh *shape, st *State, now, c int64) (ok bool, retry, delay int64) {
 	tt, debt, _ := gcraDebt(sh, st)
-	if excess := debt + (c-sh.cap)*sh.pt; excess > 0 {
-		return false, (tt+ceilDiv(excess, sh.q))*sh.tick - now, 0
+	if excess := debt + (c-sh.Capacity)*sh.PeriodTicks; excess > 0 {
+		return false, (tt+ceilDiv(excess, sh.Quota))*sh.Tick - now, 0
 	}
-	if sh.alg == LeakyBucket && debt > 0 {
-		delay = max((tt+ceilDiv(debt, sh.q))*sh.tick-now, 0)
+	if sh.Algorithm == LeakyBucket && debt > 0 {
+		delay = max((tt+ceilDiv(debt, sh.Quota))*sh.Tick-now, 0)
 	}
 	return true, 0, delay
 }
@@ -59,8 +59,8 @@ func gcraNeed(sh *shape, st *State, now, c int64) (ok bool, retry, delay int64) 
 // leaves it). A refund comes off the stored TAT, down to tick tt.
 func gcraAdd(sh *shape, st *State, d int64) {
 	if d < 0 {
-		num := st.B + d*sh.pt
-		st.A, st.B = st.A+floorDiv(num, sh.q), floorMod(num, sh.q)
+		num := st.B + d*sh.PeriodTicks
+		st.A, st.B = st.A+floorDiv(num, sh.Quota), floorMod(num, sh.Quota)
 		if st.A < sh.tt {
 			st.A, st.B = sh.tt, 0
 		}
@@ -70,15 +70,15 @@ func gcraAdd(sh *shape, st *State, d int64) {
 	if over {
 		return
 	}
-	debt = min(max(debt, sh.rc)+d*sh.pt, sh.gcraCap())
-	st.A, st.B = tt+floorDiv(debt, sh.q), floorMod(debt, sh.q)
+	debt = min(max(debt, sh.rc)+d*sh.PeriodTicks, sh.gcraCap())
+	st.A, st.B = tt+floorDiv(debt, sh.Quota), floorMod(debt, sh.Quota)
 }
 
 func gcraReport(sh *shape, st *State, now int64) (int64, int64) {
 	tt, debt, _ := gcraDebt(sh, st)
-	rem := max(floorDiv(sh.cap*sh.pt-debt, sh.pt), 0)
+	rem := max(floorDiv(sh.Capacity*sh.PeriodTicks-debt, sh.PeriodTicks), 0)
 	if debt == 0 {
 		return rem, 0
 	}
-	return rem, (tt+ceilDiv(debt, sh.q))*sh.tick - now
+	return rem, (tt+ceilDiv(debt, sh.Quota))*sh.Tick - now
 }

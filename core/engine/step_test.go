@@ -1,4 +1,4 @@
-package core_test
+package engine_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // everyAlgorithm returns l counted by each algorithm, named after it.
@@ -24,33 +25,37 @@ func TestStepRejectsInvalidOperations(t *testing.T) {
 	l := core.PerSecond(10)
 	tests := []struct {
 		name string
-		op   core.Op
+		op   op
 		want error
 	}{
-		{"a negative cost is invalid", core.Op{Key: "k", Limits: []core.Limit{l}, Cost: -1}, core.ErrInvalidCost},
-		{"a negative cost is invalid for a refund too", core.Op{Kind: core.Refund, Key: "k", Limits: []core.Limit{l}, Cost: math.MinInt64}, core.ErrInvalidCost},
-		{"an empty key is invalid", core.Op{Key: "", Limits: []core.Limit{l}, Cost: 1}, core.ErrInvalidKey},
-		{"an unknown kind is invalid", core.Op{Kind: core.Kind(5), Key: "k", Limits: []core.Limit{l}, Cost: 1}, core.ErrInvalidOp},
-		{"an operation without limits is invalid", core.Op{Key: "k", Cost: 1}, core.ErrInvalidOp},
-		{"an invalid limit is invalid", core.Op{Key: "k", Limits: []core.Limit{core.PerSecond(0)}, Cost: 1}, core.ErrInvalidLimit},
-		{"an invalid second limit is invalid", core.Op{Key: "k", Limits: []core.Limit{l, core.Per(1, 0)}, Cost: 1}, core.ErrInvalidLimit},
+		{"a negative cost is invalid", op{Key: "k", Limits: []core.Limit{l}, Cost: -1}, core.ErrInvalidCost},
+		{"a negative cost is invalid for a refund too", op{Kind: engine.Refund, Key: "k", Limits: []core.Limit{l}, Cost: math.MinInt64}, core.ErrInvalidCost},
+		{"an empty key is invalid", op{Key: "", Limits: []core.Limit{l}, Cost: 1}, core.ErrInvalidKey},
+		{"an unknown kind is invalid", op{Kind: engine.Kind(5), Key: "k", Limits: []core.Limit{l}, Cost: 1}, core.ErrInvalidOp},
+		{"an operation without limits is invalid", op{Key: "k", Cost: 1}, core.ErrInvalidOp},
+		{"an invalid limit is invalid", op{Key: "k", Limits: []core.Limit{core.PerSecond(0)}, Cost: 1}, core.ErrInvalidLimit},
+		{"an invalid second limit is invalid", op{Key: "k", Limits: []core.Limit{l, core.Per(1, 0)}, Cost: 1}, core.ErrInvalidLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			states := make([]core.State, len(tt.op.Limits))
+			states := make([]engine.State, len(tt.op.Limits))
 			// A state in use, which an invalid operation must leave alone.
 			if len(states) > 0 && tt.op.Limits[0].Validate() == nil {
-				mustStep(t, tt.op.Limits[0], core.Take, t0us, 3, states[:1])
+				mustStep(t, tt.op.Limits[0], engine.Take, t0us, 3, states[:1])
 			}
 			before := cloneStates(states)
-			_, _, err := core.Step(&tt.op, t0us+1, states)
+			_, _, err := step(&tt.op, t0us+1, states)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Step(%+v) error = %v, want one wrapping %v", tt.op, err, tt.want)
 			}
 			if !reflect.DeepEqual(states, before) {
 				t.Errorf("Step(%+v) changed the states on error: %+v, was %+v", tt.op, states, before)
 			}
-			if err := tt.op.Validate(); !errors.Is(err, tt.want) {
+			e, err := tt.op.engineOp() // the plan rejects invalid limits
+			if err == nil {
+				err = e.Validate()
+			}
+			if !errors.Is(err, tt.want) {
 				t.Errorf("Op.Validate() = %v, want an error wrapping %v", err, tt.want)
 			}
 		})
@@ -82,15 +87,15 @@ func TestLimiterRejectsInvalidInput(t *testing.T) {
 func TestCostEdgesOnEveryAlgorithm(t *testing.T) {
 	for name, l := range everyAlgorithm(core.PerSecond(4)) {
 		t.Run(name, func(t *testing.T) {
-			states := make([]core.State, 1)
+			states := make([]engine.State, 1)
 			now := at(250 * time.Millisecond)
-			if d := mustStep(t, l, core.Take, now, 0, states); !d.Allowed || d.Remaining != 4 || d.ResetAfter != 0 {
+			if d := mustStep(t, l, engine.Take, now, 0, states); !d.Allowed || d.Remaining != 4 || d.ResetAfter != 0 {
 				t.Errorf("AllowN(%v, 0) on a fresh key = %v, want allowed, 4 remaining, nothing to reset", now, resultOf(d))
 			}
-			mustStep(t, l, core.Take, now, 1, states)
-			before := mustStep(t, l, core.Peek, now, 0, cloneStates(states))
+			mustStep(t, l, engine.Take, now, 1, states)
+			before := mustStep(t, l, engine.Peek, now, 0, cloneStates(states))
 			for _, cost := range []int64{5, 1000, math.MaxInt64} {
-				for _, kind := range []core.Kind{core.Take, core.Peek} {
+				for _, kind := range []engine.Kind{engine.Take, engine.Peek} {
 					d := mustStep(t, l, kind, now, cost, states)
 					if d.Allowed || d.RetryAfter != core.Never || d.Delay != 0 {
 						t.Errorf("%s(%v, %d) = %v, want denied with RetryAfter Never", opName(kind), now, cost, resultOf(d))
@@ -101,22 +106,22 @@ func TestCostEdgesOnEveryAlgorithm(t *testing.T) {
 				}
 			}
 			for range 3 {
-				if d := mustStep(t, l, core.Peek, now, 3, states); !d.Allowed {
+				if d := mustStep(t, l, engine.Peek, now, 3, states); !d.Allowed {
 					t.Errorf("PeekN(%v, 3) = %v, want allowed (3 of 4 left)", now, resultOf(d))
 				}
 			}
 			// Neither the denied takes nor the peeks took anything: 3 pass.
-			if d := mustStep(t, l, core.Take, now, 3, states); !d.Allowed || d.Remaining != 0 {
+			if d := mustStep(t, l, engine.Take, now, 3, states); !d.Allowed || d.Remaining != 0 {
 				t.Errorf("AllowN(%v, 3) = %v, want allowed with 0 remaining", now, resultOf(d))
 			}
-			if d := mustStep(t, l, core.Take, now, 0, states); !d.Allowed {
+			if d := mustStep(t, l, engine.Take, now, 0, states); !d.Allowed {
 				t.Errorf("AllowN(%v, 0) at exactly the quota = %v, want allowed", now, resultOf(d))
 			}
-			if d := mustStep(t, l, core.Take, now, 1, states); d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
+			if d := mustStep(t, l, engine.Take, now, 1, states); d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
 				t.Errorf("AllowN(%v, 1) over the quota = %v, want denied for at most 1s", now, resultOf(d))
 			}
-			mustStep(t, l, core.Charge, now, 1, states)
-			if d := mustStep(t, l, core.Take, now, 0, states); d.Allowed || d.RetryAfter <= 0 {
+			mustStep(t, l, engine.Charge, now, 1, states)
+			if d := mustStep(t, l, engine.Take, now, 0, states); d.Allowed || d.RetryAfter <= 0 {
 				t.Errorf("AllowN(%v, 0) after a charge over the quota = %v, want denied", now, resultOf(d))
 			}
 		})
@@ -130,13 +135,13 @@ func TestClockSteppingBack(t *testing.T) {
 	for name, l := range everyAlgorithm(core.PerSecond(5)) {
 		t.Run(name, func(t *testing.T) {
 			for _, back := range backs {
-				states := make([]core.State, 1)
+				states := make([]engine.State, 1)
 				now := at(10*time.Second + 500*time.Millisecond)
-				if d := mustStep(t, l, core.Take, now, 5, states); !d.Allowed {
+				if d := mustStep(t, l, engine.Take, now, 5, states); !d.Allowed {
 					t.Fatalf("AllowN(%v, 5) = %v, want allowed", now, resultOf(d))
 				}
 				then := now - back.Microseconds()
-				for _, kind := range []core.Kind{core.Take, core.Peek} {
+				for _, kind := range []engine.Kind{engine.Take, engine.Peek} {
 					d := mustStep(t, l, kind, then, 1, states)
 					if d.Allowed {
 						t.Errorf("%s(now−%v, 1) after using the quota up = %v, want denied", opName(kind), back, resultOf(d))
@@ -148,10 +153,10 @@ func TestClockSteppingBack(t *testing.T) {
 				// Back at the present time the quota is still used up, and
 				// it is back in full two periods after it was used (the
 				// sliding window weighs the previous window).
-				if d := mustStep(t, l, core.Take, now, 1, states); d.Allowed {
+				if d := mustStep(t, l, engine.Take, now, 1, states); d.Allowed {
 					t.Errorf("AllowN(now, 1) after stepping back %v = %v, want denied", back, resultOf(d))
 				}
-				if d := mustStep(t, l, core.Take, now+2_000_000, 5, states); !d.Allowed {
+				if d := mustStep(t, l, engine.Take, now+2_000_000, 5, states); !d.Allowed {
 					t.Errorf("AllowN(now+2s, 5) after stepping back %v = %v, want allowed", back, resultOf(d))
 				}
 			}
@@ -170,18 +175,18 @@ func TestChargeAndRefundWithClockSteppedBack(t *testing.T) {
 	for name, l := range everyAlgorithm(core.PerSecond(5)) {
 		t.Run(name, func(t *testing.T) {
 			for _, back := range backs {
-				states := make([]core.State, 1)
+				states := make([]engine.State, 1)
 				now := at(10 * time.Second)
-				mustStep(t, l, core.Take, now, 5, states)
+				mustStep(t, l, engine.Take, now, 5, states)
 				then := now - back.Microseconds()
-				mustStep(t, l, core.Charge, then, 1, states)
-				if d := mustStep(t, l, core.Peek, now, 1, states); d.Allowed {
+				mustStep(t, l, engine.Charge, then, 1, states)
+				if d := mustStep(t, l, engine.Peek, now, 1, states); d.Allowed {
 					t.Errorf("PeekN(now, 1) after Charge(now−%v, 1) = %v, want denied: 5 of 5 were taken at now", back, resultOf(d))
 				}
-				mustStep(t, l, core.Refund, then, 1, states)
+				mustStep(t, l, engine.Refund, then, 1, states)
 				if l.Algorithm == core.GCRA || l.Algorithm == core.LeakyBucket || l.Algorithm == core.TokenBucket {
 					// Continuously refilling: the refund gives back one unit.
-					if d := mustStep(t, l, core.Peek, now, 2, states); d.Allowed && back < time.Minute {
+					if d := mustStep(t, l, engine.Peek, now, 2, states); d.Allowed && back < time.Minute {
 						t.Errorf("PeekN(now, 2) after Charge and Refund of 1 from now−%v = %v, want denied: only 1 unit can be free", back, resultOf(d))
 					}
 				}
@@ -201,9 +206,9 @@ func TestClockSteppedBackCenturies(t *testing.T) {
 			// 423 years back the waits wrap to negative Durations; 2023
 			// years back, to wrong positive ones.
 			for _, then := range []time.Time{time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)} {
-				states := make([]core.State, 1)
-				mustStep(t, l, core.Take, t0us, 5, states)
-				d := mustStep(t, l, core.Take, then.UnixMicro(), 1, states)
+				states := make([]engine.State, 1)
+				mustStep(t, l, engine.Take, t0us, 5, states)
+				d := mustStep(t, l, engine.Take, then.UnixMicro(), 1, states)
 				if d.Allowed || d.RetryAfter <= 0 || d.ResetAfter < 0 {
 					t.Errorf("AllowN(%v, 1) after using the quota at t0 = %v, want denied with a positive RetryAfter", then.Format(time.DateOnly), resultOf(d))
 					continue
@@ -245,19 +250,19 @@ func TestHugeCharge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.alg.String(), func(t *testing.T) {
 			l := core.PerSecond(10).WithAlgorithm(tt.alg)
-			states := make([]core.State, 1)
+			states := make([]engine.State, 1)
 			for i := range 3 { // saturated: a second and third charge change nothing
-				if got := resultOf(mustStep(t, l, core.Charge, t0us, math.MaxInt64, states)); got != tt.charged {
+				if got := resultOf(mustStep(t, l, engine.Charge, t0us, math.MaxInt64, states)); got != tt.charged {
 					t.Errorf("Charge #%d(t0, MaxInt64) = %v, want %v", i+1, got, tt.charged)
 				}
 			}
-			if got := resultOf(mustStep(t, l, core.Take, t0us, 1, states)); got != tt.take {
+			if got := resultOf(mustStep(t, l, engine.Take, t0us, 1, states)); got != tt.take {
 				t.Errorf("AllowN(t0, 1) = %v, want %v", got, tt.take)
 			}
-			if got := resultOf(mustStep(t, l, core.Take, t0us, math.MaxInt64, states)); got.Allowed || got.RetryAfter != core.Never {
+			if got := resultOf(mustStep(t, l, engine.Take, t0us, math.MaxInt64, states)); got.Allowed || got.RetryAfter != core.Never {
 				t.Errorf("AllowN(t0, MaxInt64) = %v, want denied with RetryAfter Never", got)
 			}
-			if got, want := resultOf(mustStep(t, l, core.Refund, t0us, math.MaxInt64, states)), ok(10, 0); got != want {
+			if got, want := resultOf(mustStep(t, l, engine.Refund, t0us, math.MaxInt64, states)), ok(10, 0); got != want {
 				t.Errorf("Refund(t0, MaxInt64) = %v, want %v", got, want)
 			}
 		})
@@ -269,10 +274,10 @@ func TestHugeCharge(t *testing.T) {
 func TestHugeRefundAfterChargesInTwoWindows(t *testing.T) {
 	for name, l := range everyAlgorithm(core.PerSecond(10)) {
 		t.Run(name, func(t *testing.T) {
-			states := make([]core.State, 1)
-			mustStep(t, l, core.Charge, at(0), math.MaxInt64, states)
-			mustStep(t, l, core.Charge, at(1500*time.Millisecond), math.MaxInt64, states)
-			d := mustStep(t, l, core.Refund, at(1500*time.Millisecond), math.MaxInt64, states)
+			states := make([]engine.State, 1)
+			mustStep(t, l, engine.Charge, at(0), math.MaxInt64, states)
+			mustStep(t, l, engine.Charge, at(1500*time.Millisecond), math.MaxInt64, states)
+			d := mustStep(t, l, engine.Refund, at(1500*time.Millisecond), math.MaxInt64, states)
 			if got, want := resultOf(d), ok(10, 0); got != want {
 				t.Errorf("Refund(t0+1.5s, MaxInt64) after two Charge(MaxInt64) = %v, want %v", got, want)
 			}
@@ -289,13 +294,13 @@ func TestHugeQuotaOnCoarseTicks(t *testing.T) {
 			l := core.PerDay(1_000_000_000).WithAlgorithm(alg) // tick 1s
 			t.Run(alg.String(), func(t *testing.T) {
 				runTable(t, l, []row{
-					{"the whole day's quota passes at once", 0, core.Take, 1_000_000_000, ok(0, 24*time.Hour)},
+					{"the whole day's quota passes at once", 0, engine.Take, 1_000_000_000, ok(0, 24*time.Hour)},
 					// A token takes 86.4µs, but time moves in whole seconds.
-					{"the next token waits for the next whole second", 0, core.Take, 1, denied(0, 24*time.Hour, time.Second)},
-					{"half a second is not a tick", 500 * ms, core.Take, 1, denied(0, 24*time.Hour-500*ms, 500*ms)},
+					{"the next token waits for the next whole second", 0, engine.Take, 1, denied(0, 24*time.Hour, time.Second)},
+					{"half a second is not a tick", 500 * ms, engine.Take, 1, denied(0, 24*time.Hour-500*ms, 500*ms)},
 					// One tick refills 1e9·1s/86400s = 11574.07… tokens.
-					{"one second refills ⌊1e9/86400⌋ tokens", time.Second, core.Peek, 0, ok(11574, 24*time.Hour-time.Second)},
-					{"a cost of 11575 waits one more second", 1500 * ms, core.Take, 11575, denied(11574, 24*time.Hour-1500*ms, 500*ms)},
+					{"one second refills ⌊1e9/86400⌋ tokens", time.Second, engine.Peek, 0, ok(11574, 24*time.Hour-time.Second)},
+					{"a cost of 11575 waits one more second", 1500 * ms, engine.Take, 11575, denied(11574, 24*time.Hour-1500*ms, 500*ms)},
 				})
 			})
 		}
@@ -303,10 +308,10 @@ func TestHugeQuotaOnCoarseTicks(t *testing.T) {
 	t.Run("a million a day refills on whole milliseconds", func(t *testing.T) {
 		l := core.PerDay(1_000_000).WithAlgorithm(core.TokenBucket) // tick 1ms
 		runTable(t, l, []row{
-			{"the whole day's quota passes at once", 0, core.Take, 1_000_000, ok(0, 24*time.Hour)},
+			{"the whole day's quota passes at once", 0, engine.Take, 1_000_000, ok(0, 24*time.Hour)},
 			// A token takes 86.4ms: ⌈86.4⌉ ticks of 1ms.
-			{"the next token waits ⌈86.4ms⌉", 0, core.Take, 1, denied(0, 24*time.Hour, 87*ms)},
-			{"and has arrived then", 87 * ms, core.Take, 1, ok(0, 24*time.Hour)}, // 87·1e6 − 86.4e6 = 0.6e6 left over
+			{"the next token waits ⌈86.4ms⌉", 0, engine.Take, 1, denied(0, 24*time.Hour, 87*ms)},
+			{"and has arrived then", 87 * ms, engine.Take, 1, ok(0, 24*time.Hour)}, // 87·1e6 − 86.4e6 = 0.6e6 left over
 		})
 	})
 	// Between tick boundaries the refill since the last boundary is not
@@ -321,10 +326,10 @@ func TestHugeQuotaOnCoarseTicks(t *testing.T) {
 				runTable(t, l, []row{
 					// Full until 9999µs: empty then, full again 24h later,
 					// which ticks round up to 24h + 1µs.
-					{"the whole burst passes 1µs before a tick boundary", 9999 * us, core.Take, 10_000_000, ok(0, 24*time.Hour+us)},
-					{"at the boundary 1µs of refill is no token yet", 10 * ms, core.Take, 1, denied(0, 24*time.Hour, 10*ms)},
+					{"the whole burst passes 1µs before a tick boundary", 9999 * us, engine.Take, 10_000_000, ok(0, 24*time.Hour+us)},
+					{"at the boundary 1µs of refill is no token yet", 10 * ms, engine.Take, 1, denied(0, 24*time.Hour, 10*ms)},
 					// 10001µs of refill: 1.1575 tokens, 0.1575 left.
-					{"a tick later one token is there", 20 * ms, core.Take, 1, ok(0, 24*time.Hour)},
+					{"a tick later one token is there", 20 * ms, engine.Take, 1, ok(0, 24*time.Hour)},
 				})
 			})
 		}
@@ -336,10 +341,10 @@ func TestHugeQuotaOnCoarseTicks(t *testing.T) {
 			l := core.PerSecond(core.MaxQuota).WithAlgorithm(alg)
 			t.Run(alg.String(), func(t *testing.T) {
 				runTable(t, l, []row{
-					{"the whole burst passes 1µs before a second", 999_999 * us, core.Take, core.MaxQuota, ok(0, time.Second+us)},
-					{"a second later the burst is not back", time.Second, core.Take, core.MaxQuota, denied(140_737_488, time.Second, time.Second)},
-					{"nor a token more than 1µs refills", time.Second, core.Take, 140_737_489, denied(140_737_488, time.Second, time.Second)},
-					{"but what 1µs refills passes", time.Second, core.Take, 140_737_488, ok(0, time.Second)},
+					{"the whole burst passes 1µs before a second", 999_999 * us, engine.Take, core.MaxQuota, ok(0, time.Second+us)},
+					{"a second later the burst is not back", time.Second, engine.Take, core.MaxQuota, denied(140_737_488, time.Second, time.Second)},
+					{"nor a token more than 1µs refills", time.Second, engine.Take, 140_737_489, denied(140_737_488, time.Second, time.Second)},
+					{"but what 1µs refills passes", time.Second, engine.Take, 140_737_488, ok(0, time.Second)},
 				})
 			})
 		}
@@ -352,10 +357,10 @@ func TestHugeQuotaOnCoarseTicks(t *testing.T) {
 					// Usage saturates at 64 × capacity at 999999µs: back
 					// under capacity 63s later, fully repaid 64s later
 					// (ticks round both up by 1µs).
-					{"a huge charge saturates 1µs before a second", 999_999 * us, core.Charge, math.MaxInt64, denied(0, 64*time.Second+us, 63*time.Second+us)},
+					{"a huge charge saturates 1µs before a second", 999_999 * us, engine.Charge, math.MaxInt64, denied(0, 64*time.Second+us, 63*time.Second+us)},
 					// 63s + 1µs of refill since: 140737488.36 tokens.
-					{"at 64s the debt is not repaid a µs early", 64 * time.Second, core.Take, 140_737_489, denied(140_737_488, time.Second, time.Second)},
-					{"only to the µs", 64 * time.Second, core.Take, 140_737_488, ok(0, time.Second)},
+					{"at 64s the debt is not repaid a µs early", 64 * time.Second, engine.Take, 140_737_489, denied(140_737_488, time.Second, time.Second)},
+					{"only to the µs", 64 * time.Second, engine.Take, 140_737_488, ok(0, time.Second)},
 				})
 			})
 		}
@@ -363,18 +368,18 @@ func TestHugeQuotaOnCoarseTicks(t *testing.T) {
 	t.Run("a billion a day on a sliding window", func(t *testing.T) {
 		l := core.PerDay(1_000_000_000) // tick 1s
 		runTable(t, l, []row{
-			{"half a day's quota at noon", 12 * time.Hour, core.Take, 500_000_000, ok(500_000_000, 36*time.Hour)},
+			{"half a day's quota at noon", 12 * time.Hour, engine.Take, 500_000_000, ok(500_000_000, 36*time.Hour)},
 			// Next day, e = 6h: 5e8·(86400−21600) = 3.24e13 ≤ (1e9−c)·86400
 			// ⇔ c ≤ 625_000_000.
-			{"next day at 6h the weighted cost 625M passes exactly", 30 * time.Hour, core.Peek, 625_000_000, ok(625_000_000, 18*time.Hour)},
+			{"next day at 6h the weighted cost 625M passes exactly", 30 * time.Hour, engine.Peek, 625_000_000, ok(625_000_000, 18*time.Hour)},
 			// (1e9 − 625000001)·86400 / 5e8 = 64799.9998… → e ≥ 86400 − 64799 = 21601s.
-			{"625M+1 waits one tick", 30 * time.Hour, core.Take, 625_000_001, denied(625_000_000, 18*time.Hour, time.Second)},
+			{"625M+1 waits one tick", 30 * time.Hour, engine.Take, 625_000_001, denied(625_000_000, 18*time.Hour, time.Second)},
 		})
 	})
 	t.Run("a huge charge on a coarse tick saturates", func(t *testing.T) {
 		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.SlidingWindow} {
 			l := core.PerDay(1_000_000_000).WithAlgorithm(alg)
-			d := mustStep(t, l, core.Charge, t0us, math.MaxInt64, make([]core.State, 1))
+			d := mustStep(t, l, engine.Charge, t0us, math.MaxInt64, make([]engine.State, 1))
 			// Rated: 63e9 tokens of debt at 1e9 a day; sliding: the next day
 			// at e ≥ 86400 − ⌊1e9·86400/64e9⌋ = 85050s.
 			want := denied(0, 64*24*time.Hour, 63*24*time.Hour)
@@ -411,9 +416,9 @@ func TestStateAcrossLimitChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			states := make([]core.State, 1)
-			mustStep(t, tt.before, core.Take, t0us, 8, states)
-			if got := resultOf(mustStep(t, tt.after, core.Peek, at(100*ms), 0, states)); got != tt.want {
+			states := make([]engine.State, 1)
+			mustStep(t, tt.before, engine.Take, t0us, 8, states)
+			if got := resultOf(mustStep(t, tt.after, engine.Peek, at(100*ms), 0, states)); got != tt.want {
 				t.Errorf("PeekN(t0+100ms, 0) under %v after AllowN(t0, 8) under %v = %v, want %v", tt.after, tt.before, got, tt.want)
 			}
 		})

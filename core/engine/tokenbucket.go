@@ -1,4 +1,4 @@
-package core
+package engine
 
 import "math/bits"
 
@@ -9,14 +9,14 @@ import "math/bits"
 // less; tokenAdd keeps a charge from gaining the refill between tt and now.
 
 func tokenRoll(sh *shape, st *State, now int64) {
-	full := sh.cap * sh.pt
+	full := sh.Capacity * sh.PeriodTicks
 	st.A = min(st.A, full) // Burst lowered since the state was written
 	tt := sh.tt
 	if tt <= st.B {
 		return // no time passed, or a clock that stepped back
 	}
 	// Refill el·Q, up to full; el·Q is compared without overflow.
-	if hi, lo := bits.Mul64(uint64(tt-st.B), uint64(sh.q)); hi != 0 || lo >= uint64(full-st.A) {
+	if hi, lo := bits.Mul64(uint64(tt-st.B), uint64(sh.Quota)); hi != 0 || lo >= uint64(full-st.A) {
 		st.A = full
 	} else {
 		st.A += int64(lo)
@@ -26,10 +26,10 @@ func tokenRoll(sh *shape, st *State, now int64) {
 
 // tokenNeed: tokens ≥ c, i.e. A ≥ c·P; else wait ⌈(c·P − A)/Q⌉ ticks.
 func tokenNeed(sh *shape, st *State, now, c int64) (bool, int64) {
-	if st.A >= c*sh.pt {
+	if st.A >= c*sh.PeriodTicks {
 		return true, 0
 	}
-	return false, (st.B+ceilDiv(c*sh.pt-st.A, sh.q))*sh.tick - now
+	return false, (st.B+ceilDiv(c*sh.PeriodTicks-st.A, sh.Quota))*sh.Tick - now
 }
 
 // tokenAdd takes d tokens (a charge may go into debt, down to
@@ -42,19 +42,19 @@ func tokenNeed(sh *shape, st *State, now, c int64) (bool, int64) {
 // debt saturates at debtCap at now, rc beyond it at tt. Else a later call
 // would be credited refill that exact arithmetic wastes on a full bucket.
 func tokenAdd(sh *shape, st *State, d int64) {
-	full := sh.cap * sh.pt
+	full := sh.Capacity * sh.PeriodTicks
 	if d > 0 {
-		st.A = max(min(st.A, full-sh.rc)-d*sh.pt, full-sh.debtCap()*sh.pt-sh.rc)
+		st.A = max(min(st.A, full-sh.rc)-d*sh.PeriodTicks, full-sh.debtCap()*sh.PeriodTicks-sh.rc)
 		return
 	}
-	st.A = min(st.A-d*sh.pt, full)
+	st.A = min(st.A-d*sh.PeriodTicks, full)
 }
 
 func tokenReport(sh *shape, st *State, now int64) (int64, int64) {
-	full := sh.cap * sh.pt
-	rem := max(floorDiv(st.A, sh.pt), 0)
+	full := sh.Capacity * sh.PeriodTicks
+	rem := max(floorDiv(st.A, sh.PeriodTicks), 0)
 	if st.A >= full {
 		return rem, 0
 	}
-	return rem, (st.B+ceilDiv(full-st.A, sh.q))*sh.tick - now
+	return rem, (st.B+ceilDiv(full-st.A, sh.Quota))*sh.Tick - now
 }

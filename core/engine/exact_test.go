@@ -1,4 +1,4 @@
-package core_test
+package engine_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // Limits whose Capacity × Period passes 2^47µs compute in a coarse tick.
@@ -68,12 +69,12 @@ func (r *refBucket) add(d int64) {
 // implTokens returns the tokens a TokenBucket, GCRA or LeakyBucket state
 // holds at now, by the layout State documents, continuously (no tick): what
 // the state will count once time reaches a tick boundary.
-func implTokens(p core.Params, st core.State, now int64) *big.Rat {
+func implTokens(p engine.Limit, st engine.State, now int64) *big.Rat {
 	full := rat(p.Capacity*p.PeriodTicks, 1)
 	t := rat(now, p.Tick) // now in ticks, exactly
 	x := new(big.Rat)
 	switch p.Algorithm {
-	case core.TokenBucket: // A = tokens × P in ticks at tick B, refilled Q per tick
+	case engine.TokenBucket: // A = tokens × P in ticks at tick B, refilled Q per tick
 		x.SetInt64(st.A)
 		if el := new(big.Rat).Sub(t, rat(st.B, 1)); el.Sign() > 0 {
 			x.Add(x, el.Mul(el, rat(p.Quota, 1)))
@@ -163,7 +164,7 @@ func coarseLimit(r *rand.Rand, alg core.Algorithm) core.Limit {
 		if alg != core.SlidingWindow && r.IntN(3) == 0 {
 			l.Burst = 1 + r.Int64N(2*l.Quota)
 		}
-		if p, err := l.Params(); err == nil && p.Tick > 1 {
+		if p, err := compile(l); err == nil && p.Tick > 1 {
 			return l
 		}
 	}
@@ -256,7 +257,7 @@ func TestCoarseTicksNeverMorePermissive(t *testing.T) {
 // disagree, and how many Takes were admitted.
 func checkCoarseTrace(t *testing.T, r *rand.Rand, l core.Limit, seed uint64) (near, admitted int) {
 	t.Helper()
-	p, err := l.Params()
+	p, err := compile(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func checkCoarseTrace(t *testing.T, r *rand.Rand, l core.Limit, seed uint64) (ne
 	iv := max(period/l.Quota, 1)                                               // emission interval, µs
 	perTick := max(int64(float64(l.Quota)*float64(p.Tick)/float64(period)), 1) // units refilled per tick, about
 	now := t0us + r.Int64N(period)
-	states := make([]core.State, 1)
+	states := make([]engine.State, 1)
 	var bucket *refBucket
 	var window *refWindow
 	if l.Algorithm == core.SlidingWindow {
@@ -283,28 +284,28 @@ func checkCoarseTrace(t *testing.T, r *rand.Rand, l core.Limit, seed uint64) (ne
 			window.at(now)
 			avail = window.room(now)
 		}
-		kind := core.Take
+		kind := engine.Take
 		switch x := r.IntN(20); {
 		case x < 2:
-			kind = core.Peek
+			kind = engine.Peek
 		case x < 5:
-			kind = core.Charge
+			kind = engine.Charge
 		case x < 7:
-			kind = core.Refund
+			kind = engine.Refund
 		case x < 8 && r.IntN(4) == 0:
-			kind = core.Reset
+			kind = engine.Reset
 		}
 		var cost int64
 		switch kind {
-		case core.Take, core.Peek:
+		case engine.Take, engine.Peek:
 			cost = coarseCost(r, capacity, avail, perTick)
-		case core.Charge, core.Refund:
+		case engine.Charge, engine.Refund:
 			cost = []int64{1, perTick, 1 + r.Int64N(capacity), capacity, math.MaxInt64}[r.IntN(5)]
 		}
 		d := mustStep(t, l, kind, now, cost, states)
 		where := fmt.Sprintf("seed %d, %v (tick %dµs), step %d: %s(t0+%dµs, %d) = %v", seed, l, p.Tick, i, opName(kind), now-t0us, cost, resultOf(d))
 
-		if kind == core.Take || kind == core.Peek {
+		if kind == engine.Take || kind == engine.Peek {
 			// exact: the reference admits now; early: it admits even
 			// without the part of a tick since the boundary before now
 			// (and, for a bucket, without the state's rounding).
@@ -341,14 +342,14 @@ func checkCoarseTrace(t *testing.T, r *rand.Rand, l core.Limit, seed uint64) (ne
 		}
 		// The same operation on the reference.
 		switch {
-		case kind == core.Take && d.Allowed:
+		case kind == engine.Take && d.Allowed:
 			admitted++
 			refAdd(bucket, window, cost)
-		case kind == core.Charge:
+		case kind == engine.Charge:
 			refAdd(bucket, window, cost)
-		case kind == core.Refund:
+		case kind == engine.Refund:
 			refAdd(bucket, window, -cost)
-		case kind == core.Reset:
+		case kind == engine.Reset:
 			if bucket != nil {
 				bucket.tokens = rat(capacity, 1)
 			} else {
@@ -399,16 +400,16 @@ func TestTokenBucketEqualsGCRAOnCoarseTicks(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 0x6c7a))
 		tb := coarseLimit(r, core.TokenBucket)
 		gcra := tb.WithAlgorithm(core.GCRA)
-		p, err := tb.Params()
+		p, err := compile(tb)
 		if err != nil {
 			t.Fatal(err)
 		}
 		period := tb.Period.Microseconds()
 		now := t0us + r.Int64N(period)
-		ts, gs := make([]core.State, 1), make([]core.State, 1)
+		ts, gs := make([]engine.State, 1), make([]engine.State, 1)
 		for i := range 200 {
 			now = coarseStep(r, now, p.Tick, max(period/tb.Quota, 1), period)
-			kind := []core.Kind{core.Take, core.Take, core.Take, core.Peek, core.Charge, core.Refund, core.Reset}[r.IntN(7)]
+			kind := []engine.Kind{engine.Take, engine.Take, engine.Take, engine.Peek, engine.Charge, engine.Refund, engine.Reset}[r.IntN(7)]
 			cost := []int64{0, 1, 1 + r.Int64N(tb.Capacity()), tb.Capacity(), tb.Capacity() + 1, math.MaxInt64}[r.IntN(6)]
 			d1 := mustStep(t, tb, kind, now, cost, ts)
 			d2 := mustStep(t, gcra, kind, now, cost, gs)

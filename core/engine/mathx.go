@@ -1,4 +1,4 @@
-package core
+package engine
 
 // Integer helpers shared by the algorithms. Validate and the debt cap keep
 // the quantities they see within 2^53 in magnitude, so the same arithmetic

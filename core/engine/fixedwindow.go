@@ -1,21 +1,21 @@
-package core
+package engine
 
 // FixedWindow, in microseconds. State: A = window number w = ⌊t/P⌋, B = count.
 
 func fixedRoll(sh *shape, st *State, now int64) {
 	// Division only when the window changed; a state from a later window
 	// (a clock that stepped back) is kept as is.
-	if now >= (st.A+1)*sh.p {
-		st.A, st.B = floorDiv(now, sh.p), 0
+	if now >= (st.A+1)*sh.Period {
+		st.A, st.B = floorDiv(now, sh.Period), 0
 	}
 }
 
 // fixedNeed: count + c ≤ Q; else wait for the next window.
 func fixedNeed(sh *shape, st *State, now, c int64) (bool, int64) {
-	if st.B+c <= sh.q {
+	if st.B+c <= sh.Quota {
 		return true, 0
 	}
-	return false, (st.A+1)*sh.p - now
+	return false, (st.A+1)*sh.Period - now
 }
 
 func fixedAdd(sh *shape, st *State, d int64) {
@@ -24,7 +24,7 @@ func fixedAdd(sh *shape, st *State, d int64) {
 
 func fixedReport(sh *shape, st *State, now int64) (int64, int64) {
 	if st.B == 0 {
-		return sh.q, 0
+		return sh.Quota, 0
 	}
-	return max(sh.q-st.B, 0), (st.A+1)*sh.p - now
+	return max(sh.Quota-st.B, 0), (st.A+1)*sh.Period - now
 }

@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Kind is the kind of an Op.
+type Kind uint8
+
+const (
+	// Take admits Cost against every limit, all or nothing: every limit is
+	// checked first, and only when all admit it is each one charged. A
+	// denied Take changes nothing.
+	Take Kind = iota
+	// Peek reports what Take would decide, changing nothing.
+	Peek
+	// Charge adds Cost to every limit unconditionally: post-hoc overage.
+	// Usage may go over the quota (up to DebtFactor × capacity).
+	Charge
+	// Refund gives Cost back to every limit, never below zero usage.
+	Refund
+	// Reset forgets the key: every limit is fully replenished.
+	Reset
+
+	numKinds
+)
+
+var kindNames = [numKinds]string{"take", "peek", "charge", "refund", "reset"}
+
+// String returns the kind's name, e.g. "take".
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// An Op is one operation on one key's limits. It is small and passed by
+// value: the limits are the Plan's, prepared once.
+type Op struct {
+	// Plan holds the limits and the scope. Required.
+	Plan *Plan
+	// Key identifies who is limited. It must not be empty; stores accept
+	// any bytes and bound the memory of long keys themselves.
+	Key string
+	// Kind is what to do. Default: Take.
+	Kind Kind
+	// Cost is the cost units of the operation, at least 0. For Take and
+	// Peek a cost above a limit's capacity is denied, never to pass.
+	Cost int64
+	// Now is the time of the operation in Unix µs; 0 means the store's own
+	// clock (so the instant 0, in 1970, cannot be asked for).
+	Now int64
+}
+
+// Validate reports whether op is well formed, with an error wrapping
+// ErrInvalidKey, ErrInvalidCost or ErrInvalidOp.
+func (op *Op) Validate() error {
+	switch {
+	case op.Plan == nil || len(op.Plan.Limits) == 0:
+		return fmt.Errorf("%w: no plan", ErrInvalidOp)
+	case op.Kind >= numKinds:
+		return fmt.Errorf("%w: unknown kind %d", ErrInvalidOp, op.Kind)
+	case op.Key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case op.Cost < 0:
+		return fmt.Errorf("%w: cost %d is negative (key %.64q)", ErrInvalidCost, op.Cost, op.Key)
+	}
+	return nil
+}
+
+// Result is the outcome of an Op: what a store returns. Times are µs from
+// the time of the operation; -1 means never.
+//
+// Its own fields are those of the binding limit: when denied, the denying
+// limit with the longest Retry; when allowed, the limit with the least
+// Remaining, then the longest Reset. With several limits, Limits holds
+// each one's part, in the plan's order; with one, it is nil.
+type Result struct {
+	// Allowed reports whether the operation was allowed: every limit
+	// admitted the cost (Take), or would (Peek). For Charge, Refund and
+	// Reset, whether the key is within all its limits after the change.
+	Allowed bool
+	// Binding is the index of the binding limit in Plan.Limits.
+	Binding int
+	// Remaining is the cost units left under the binding limit after the
+	// operation, floored, never negative.
+	Remaining int64
+	// Reset is the time until the binding limit is fully replenished if
+	// nothing else arrives.
+	Reset int64
+	// Retry is, when denied, the time until the same cost could pass every
+	// limit if nothing else arrives; -1 when it exceeds a capacity.
+	Retry int64
+	// Delay is, when allowed, the longest LeakyBucket queueing delay.
+	Delay int64
+	// Window is the binding limit's effective window: the time within
+	// which the key can use no more than Remaining units, had it used them
+	// all at once now (draft-ietf-httpapi-ratelimit-headers-11's t). It is
+	// when one more unit would pass after Remaining were taken.
+	Window int64
+	// Limits holds every limit's part when the plan has several.
+	Limits []LimitResult
+}
+
+// LimitResult is one limit's part of a Result.
+type LimitResult struct {
+	Allowed   bool  // this limit alone would admit the cost
+	Remaining int64 // cost units left after the operation
+	Reset     int64 // µs until fully replenished
+	Retry     int64 // when this limit denies: µs until the cost could pass it, -1 never; else 0
+	Delay     int64 // an admitted LeakyBucket cost's queueing delay, µs; else 0
+	Window    int64 // the effective window, µs (see Result.Window)
+}
+
+// Step is the reference implementation of every algorithm and operation:
+// stores call it (or, like the Redis store, a port that storetest holds to
+// identical results). It validates op, then applies it at now (Unix µs) to
+// states, one per limit of op.Plan in the same order, changing them in
+// place, writes the Result to res, and returns keep: the µs until every
+// state is fully replenished, after which the key's states equal fresh
+// ones and may be deleted (0: already).
+//
+// Step reads neither op.Now nor, beyond checking it is not empty, op.Key.
+// On error it changes nothing. It is a pure function of its arguments and
+// the states, and allocates only Result.Limits, for several limits.
+func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error) {
+	if err := op.Validate(); err != nil {
+		return 0, err
+	}
+	limits := op.Plan.Limits
+	if len(states) != len(limits) {
+		return 0, fmt.Errorf("%w: %d states for %d limits", ErrInvalidOp, len(states), len(limits))
+	}
+	if len(states) == 1 {
+		return step1(op, &limits[0], now, &states[0], res), nil
+	}
+	var sbuf [4]shape
+	shapes := sbuf[:0]
+	if n := len(limits); n <= len(sbuf) {
+		shapes = sbuf[:n]
+	} else {
+		shapes = make([]shape, n)
+	}
+	ls := make([]LimitResult, len(limits))
+	allowed := true
+	for i := range shapes {
+		shapes[i].Limit = limits[i]
+		shapes[i].first(&states[i], op, now, &ls[i])
+		allowed = allowed && ls[i].Allowed
+	}
+	for i := range shapes {
+		if op.Kind != Take || allowed {
+			shapes[i].second(&states[i], &ls[i], op, now)
+		} else {
+			ls[i].Remaining, ls[i].Reset = shapes[i].report(&states[i], now)
+		}
+		ls[i].Window = shapes[i].window(&states[i], now, ls[i].Remaining)
+		keep = max(keep, ls[i].Reset)
+	}
+	if !allowed { // nothing is queued unless every limit admits
+		for i := range ls {
+			ls[i].Delay = 0
+		}
+	}
+	Combine(ls, res)
+	return keep, nil
+}
+
+// step1 is Step for a single limit, without the bookkeeping of several.
+func step1(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+	sh := shape{Limit: *l}
+	var v LimitResult
+	sh.first(st, op, now, &v)
+	if op.Kind != Take || v.Allowed {
+		sh.second(st, &v, op, now)
+	} else {
+		v.Remaining, v.Reset = sh.report(st, now)
+	}
+	v.Window = sh.window(st, now, v.Remaining)
+	*res = Result{Allowed: v.Allowed, Remaining: v.Remaining, Reset: v.Reset, Retry: v.Retry, Delay: v.Delay, Window: v.Window}
+	return v.Reset
+}
+
+// first brings st up to now and, for Take and Peek, checks the cost into v.
+func (sh *shape) first(st *State, op *Op, now int64, v *LimitResult) {
+	if st.Ident != sh.Ident {
+		sh.fresh(st, now)
+	}
+	sh.roll(st, now)
+	if op.Kind != Take && op.Kind != Peek {
+		v.Allowed = true
+		return
+	}
+	sh.check(st, now, op.Cost, v)
+}
+
+// second applies the change of an operation that goes ahead (an allowed
+// Take, or any Charge, Refund or Reset) and reports the state after it.
+// Charge, Refund and Reset then report as a Peek of cost 0 would.
+func (sh *shape) second(st *State, v *LimitResult, op *Op, now int64) {
+	switch op.Kind {
+	case Take, Charge:
+		sh.add(st, now, op.Cost)
+	case Refund:
+		sh.add(st, now, -op.Cost)
+	case Reset:
+		sh.fresh(st, now)
+	}
+	if op.Kind >= Charge {
+		sh.check(st, now, 0, v)
+		v.Delay = 0
+	}
+	v.Remaining, v.Reset = sh.report(st, now)
+}
+
+// check sets v's verdict on cost c.
+func (sh *shape) check(st *State, now, c int64, v *LimitResult) {
+	ok, retry, delay := sh.need(st, now, c)
+	v.Allowed, v.Retry, v.Delay = ok, 0, 0
+	if ok {
+		v.Delay = delay
+	} else {
+		v.Retry = retry
+	}
+}
+
+// Combine writes to res the Result of limits whose parts are ls, in the
+// plan's order, for stores that compute each limit's part themselves (the
+// Redis store's Lua does): all or nothing, Allowed when every limit
+// allows, the binding limit chosen as Result says. res.Limits is ls when
+// there are several limits, nil for one. Combine keeps ls.
+func Combine(ls []LimitResult, res *Result) {
+	*res = Result{Allowed: true}
+	if len(ls) == 0 {
+		return
+	}
+	for i := range ls {
+		res.Allowed = res.Allowed && ls[i].Allowed
+	}
+	bind := -1
+	for i := range ls {
+		s := &ls[i]
+		if res.Allowed {
+			res.Delay = max(res.Delay, s.Delay)
+			if bind < 0 || s.Remaining < ls[bind].Remaining || (s.Remaining == ls[bind].Remaining && s.Reset > ls[bind].Reset) {
+				bind = i
+			}
+		} else if !s.Allowed && (bind < 0 || laterRetry(s.Retry, ls[bind].Retry)) {
+			bind = i
+		}
+	}
+	b := &ls[bind]
+	res.Binding, res.Remaining, res.Reset, res.Window = bind, b.Remaining, b.Reset, b.Window
+	if !res.Allowed {
+		res.Retry = b.Retry
+		res.Delay = 0
+	}
+	if len(ls) > 1 {
+		res.Limits = ls
+	}
+}
+
+// laterRetry reports whether retry a is later than b, -1 (never) being the
+// latest.
+func laterRetry(a, b int64) bool {
+	if b < 0 {
+		return false
+	}
+	return a < 0 || a > b
+}

@@ -1,0 +1,118 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/tollgate/tollgate/core/engine"
+)
+
+// compilePlan compiles limits (valid) into the plan of scope.
+func compilePlan(scope string, limits []Limit) (*engine.Plan, error) {
+	var buf [4]engine.Limit
+	cl := buf[:0]
+	for i := range limits {
+		c, err := limits[i].compile()
+		if err != nil {
+			return nil, err
+		}
+		cl = append(cl, c)
+	}
+	return engine.NewPlan(scope, cl)
+}
+
+// maxPlans bounds the plans a Limiter keeps for the sets of limits its
+// WithLimitsFunc returns (plans and tiers: a handful). Past it, a set's
+// plan is compiled on every operation.
+const maxPlans = 256
+
+// plans caches the plans of the sets of limits a WithLimitsFunc returns,
+// by the limits' values, so that a function that builds its slice anew on
+// every call finds its plan without compiling again.
+type plans struct {
+	mu sync.RWMutex
+	m  map[uint64][]cachedPlan // by a hash of the limits' values
+	n  int
+}
+
+type cachedPlan struct {
+	limits []Limit // a copy, to tell the sets of one hash apart
+	plan   *engine.Plan
+}
+
+// planFor returns the limits of key (WithLimitsFunc's, or the Limiter's
+// own when it returns none) and their plan. Limits the function returns
+// are validated, names included (names reach response headers).
+func (l *Limiter) planFor(ctx context.Context, key string) ([]Limit, *engine.Plan, error) {
+	limits := l.limitsFn(ctx, key)
+	if len(limits) == 0 {
+		if l.plan == nil {
+			return nil, nil, fmt.Errorf("%w: the limits function returned none for key %.64q, and the Limiter has none", ErrInvalidOp, key)
+		}
+		return l.limits, l.plan, nil
+	}
+	h := hashLimits(limits)
+	l.plans.mu.RLock()
+	for _, c := range l.plans.m[h] {
+		if equalLimits(c.limits, limits) {
+			l.plans.mu.RUnlock()
+			return limits, c.plan, nil
+		}
+	}
+	l.plans.mu.RUnlock()
+	for i := range limits {
+		if err := limits[i].validateName(); err != nil {
+			return nil, nil, err
+		}
+	}
+	plan, err := compilePlan(l.scope, limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.plans.mu.Lock()
+	defer l.plans.mu.Unlock()
+	for _, c := range l.plans.m[h] {
+		if equalLimits(c.limits, limits) {
+			return limits, c.plan, nil
+		}
+	}
+	if l.plans.n < maxPlans {
+		if l.plans.m == nil {
+			l.plans.m = make(map[uint64][]cachedPlan)
+		}
+		l.plans.m[h] = append(l.plans.m[h], cachedPlan{limits: append([]Limit(nil), limits...), plan: plan})
+		l.plans.n++
+	}
+	return limits, plan, nil
+}
+
+// hashLimits hashes the values of limits, names included.
+func hashLimits(limits []Limit) uint64 {
+	h := uint64(len(limits))
+	mix := func(v uint64) { h = (h ^ v) * 0x100000001b3; h ^= h >> 32 }
+	for i := range limits {
+		l := &limits[i]
+		mix(uint64(l.Algorithm))
+		mix(uint64(l.Quota))
+		mix(uint64(l.Period))
+		mix(uint64(l.Burst))
+		mix(uint64(l.Precision))
+		for j := 0; j < len(l.Name); j++ {
+			mix(uint64(l.Name[j]))
+		}
+	}
+	return h
+}
+
+func equalLimits(a, b []Limit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
