@@ -59,5 +59,12 @@
 //
 // # Reading it
 //
-// Top and Snapshot return the keys with their counts and errors.
+// Top and Snapshot return the keys with their counts and errors. NewHandler
+// serves a snapshot as JSON, for an operator's endpoint. Keys are often
+// client IPs, user IDs or API keys, so the Handler shows them hashed by
+// default (HMAC-SHA256 with a random secret per Handler): an endpoint
+// exposed by mistake leaks no key, and IDs stay stable while the process
+// runs. WithHashSecret shares IDs across instances and restarts, and lets
+// whoever holds the secret find a key's ID (Handler.KeyID); WithRawKeys
+// shows keys as they are, for endpoints only operators can reach.
 package topk

@@ -2,7 +2,8 @@ package topk
 
 import "errors"
 
-// ErrInvalidOption reports an option that New cannot accept: a capacity
-// or key length out of range, a negative window, a nil clock. Its errors
-// wrap it and name the option.
+// ErrInvalidOption reports an option that New or NewHandler cannot accept:
+// a capacity, key length or default k out of range, a negative window, a
+// nil clock or tracker, a hash secret shorter than MinSecretLen, or raw
+// keys with a secret. Their errors wrap it and name the option.
 var ErrInvalidOption = errors.New("topk: invalid option")
