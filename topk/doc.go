@@ -27,11 +27,12 @@
 //
 // A denial takes the tracker's lock for a map lookup and a sift in a heap
 // of m counters, O(log m), and allocates nothing for a key that has a
-// counter; a key that takes a counter allocates its copy. Keys longer than
-// WithMaxKeyLen (default 128 bytes) are counted under their SHA-256 digest,
-// in a namespace no shorter key can name. Memory is bounded by m whatever
-// the keys: about 100 bytes per counter plus its key, for two windows of m
-// counters, so under 0.5 MB at the defaults.
+// counter; a key that takes a counter allocates its copy. Once per window
+// the first denial also clears the oldest window's counters, O(m). Keys
+// longer than WithMaxKeyLen (default 128 bytes) are counted under their
+// SHA-256 digest, in a namespace no shorter key can name. Memory is
+// bounded by m whatever the keys: about 100 bytes per counter plus its
+// key, for two windows of m counters, so under 0.5 MB at the defaults.
 //
 // # Windows
 //
