@@ -170,6 +170,19 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 
 // step1 is Step for a single limit, without the bookkeeping of several.
 func step1(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+	if fastPath {
+		if keep, ok := fast1(op, l, now, st, res); ok {
+			return keep
+		}
+	}
+	return slow1(op, l, now, st, res)
+}
+
+// fastPath turns the fast path on; tests turn it off to compare.
+var fastPath = true
+
+// slow1 is step1 through the general path.
+func slow1(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	sh := shape{Limit: *l}
 	var v LimitResult
 	sh.first(st, op, now, &v)

@@ -221,8 +221,8 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (res engine.Result, err
 	if s.closed.Load() {
 		return res, fmt.Errorf("memstore: %s: %w", op.Kind, core.ErrClosed)
 	}
-	if err := op.Validate(); err != nil {
-		return res, err
+	if op.Plan == nil {
+		return res, op.Validate()
 	}
 	now := op.Now
 	if now == 0 {
@@ -236,7 +236,7 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (res engine.Result, err
 	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
 	sh.mu.Lock()
 	e := sh.m[key]
-	for e != nil && (e.scope != op.Plan.Scope || e.hashed != hashed) {
+	for e != nil && (e.hashed != hashed || e.plan != op.Plan && e.scope != op.Plan.Scope) {
 		e = e.next
 	}
 	switch {

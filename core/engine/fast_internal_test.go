@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The fast path (fast.go) gives the Result, keep and state the general path
+// gives, for every state, time and cost: random limits of the fast path's
+// algorithms at Tick 1, random traces of Takes and Peeks (and Charges and
+// Refunds, on the general path, to make debts), with clocks that jump and
+// step back, and states of other layouts and lowered quotas.
+func TestFastPathEqualsGeneralPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	algs := []Algorithm{GCRA, TokenBucket, SlidingWindow, FixedWindow}
+	periods := []time.Duration{time.Microsecond, 7 * time.Microsecond, time.Millisecond, time.Second, 90 * time.Second, time.Hour}
+	quotas := []int64{1, 2, 3, 7, 100, 1000, 1 << 20}
+	checked := 0
+	for trace := range 3000 {
+		spec := Spec{Algorithm: algs[r.IntN(len(algs))], Quota: quotas[r.IntN(len(quotas))], Period: periods[r.IntN(len(periods))]}
+		if r.IntN(3) == 0 {
+			spec.Burst = 1 + r.Int64N(3*spec.Quota)
+		}
+		l, err := Compile(spec)
+		if err != nil || l.Tick != 1 {
+			continue
+		}
+		plan, _ := NewPlan("", []Limit{l})
+		var st State
+		if r.IntN(4) == 0 { // a state of another layout, or of a lowered quota
+			st = State{Ident: l.Ident ^ uint64(r.IntN(2)), A: r.Int64N(1 << 40), B: r.Int64N(1 << 30), C: r.Int64N(1 << 20)}
+		}
+		now := int64(1_700_000_000_000_000) + r.Int64N(1<<30)
+		for step := range 60 {
+			switch x := r.IntN(10); {
+			case x < 4:
+			case x < 8:
+				now += r.Int64N(l.Period + 1)
+			case x < 9:
+				now -= r.Int64N(l.Period + 1) // a clock that stepped back
+			default:
+				now += r.Int64N(100 * l.Period)
+			}
+			op := Op{Plan: plan, Key: "k", Kind: []Kind{Take, Take, Peek, Charge, Refund}[r.IntN(5)]}
+			op.Cost = []int64{0, 1, 1, 2, l.Capacity, l.Capacity + 1, max(l.Capacity/2, 1)}[r.IntN(7)]
+			if op.Kind == Charge || op.Kind == Refund {
+				op.Cost = []int64{1, l.Capacity, 10 * l.Capacity, math.MaxInt64}[r.IntN(4)]
+			}
+			slowSt, fastSt := clone(st), clone(st)
+			var slowRes, fastRes Result
+			slowKeep := slow1(&op, &l, now, &slowSt, &slowRes)
+			fastKeep, ok := fast1(&op, &l, now, &fastSt, &fastRes)
+			if !ok {
+				if op.Kind <= Peek {
+					t.Fatalf("trace %d step %d: the fast path refused a %s of %+v", trace, step, op.Kind, l)
+				}
+				st = slowSt
+				continue
+			}
+			checked++
+			if fastKeep != slowKeep || !reflect.DeepEqual(fastRes, slowRes) || !reflect.DeepEqual(fastSt, slowSt) {
+				t.Fatalf("trace %d step %d: %s(%d) of %+v at %d on %+v:\n fast %+v keep %d state %+v\n slow %+v keep %d state %+v",
+					trace, step, op.Kind, op.Cost, spec, now, st, fastRes, fastKeep, fastSt, slowRes, slowKeep, slowSt)
+			}
+			st = slowSt
+		}
+	}
+	if checked < 50_000 {
+		t.Errorf("only %d operations took the fast path", checked)
+	}
+}
+
+func clone(st State) State {
+	st.Log = append([]Mark(nil), st.Log...)
+	return st
+}
