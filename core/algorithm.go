@@ -65,6 +65,19 @@ const (
 	// waits out the delay instead of passing at once.
 	LeakyBucket
 
+	// Concurrency counts units in flight, not over time: Quota is how many
+	// may be held at once, and Period how long an acquisition lasts at most
+	// (its lease). An allowed Take acquires its cost until Release ends it,
+	// or until its lease runs out, so that a holder that died (a crashed
+	// process, a hung handler) blocks no key for ever: it admits c when the
+	// costs of the live acquisitions, plus c, are at most Q. Decision.Lease
+	// identifies the acquisition for Limiter.Release, which is idempotent.
+	// It joins the all-or-nothing decision of several limits like any
+	// other (10 per second and 3 at a time). Charge and Refund leave it
+	// alone. Memory grows with Quota (at most MaxLogQuota). The quota unit
+	// of draft-11 for it is "concurrent-requests".
+	Concurrency
+
 	numAlgorithms
 )
 

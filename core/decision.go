@@ -70,6 +70,10 @@ type Decision struct {
 	// available quota". It is never more than RetryAfter for a cost of one
 	// unit or more, and, unlike ResetAfter, never overstates the wait.
 	EffectiveWindow time.Duration
+	// Lease is, when an allowed Take acquired units on Concurrency limits,
+	// the acquisition's identifier: pass it to Limiter.Release when the
+	// work ends. It is 0 otherwise.
+	Lease int64
 	// States holds every limit's state, in the order of the limits, when the
 	// operation covered more than one limit. For a single limit it is nil and
 	// the Decision's own fields are that limit's state: use Each to visit the
@@ -129,6 +133,7 @@ func decision(limits []Limit, cost int64, res *engine.Result) Decision {
 		Remaining:       res.Remaining,
 		ResetAfter:      micros(res.Reset),
 		EffectiveWindow: micros(res.Window),
+		Lease:           res.Lease,
 	}
 	if uint(res.Binding) < uint(len(limits)) {
 		d.Limit = limits[res.Binding]

@@ -219,6 +219,7 @@ func ExampleAlgorithm() {
 	// token-bucket: 4 allowed, the fifth retries after 250ms
 	// gcra: 4 allowed, the fifth retries after 250ms
 	// leaky-bucket: 4 allowed (served after [0s 250ms 500ms 750ms]), the fifth retries after 250ms
+	// concurrency: 4 allowed, the fifth retries after 1s
 }
 
 func ExampleLimit_PolicyName() {
@@ -246,4 +247,42 @@ func ExampleLimit_Validate() {
 	// true tollgate: invalid limit {Quota: 0, Period: 1s}: quota 0 must be at least 1
 	// true tollgate: invalid limit {Quota: 10, Period: 1s}: precision 300ms does not divide period 1s into whole microsecond buckets
 	// true tollgate: invalid limit {Quota: 10, Period: 1m0s}: name "naïve" is not printable ASCII
+}
+
+// A Concurrency limit bounds the requests in flight, here 2 per user on
+// top of 10 per second: Release ends an acquisition when the work is
+// done, and a holder that never releases loses its place when its lease
+// runs out.
+func ExampleLimiter_Release() {
+	store := memstore.New()
+	defer store.Close()
+	lim, err := core.New(store, core.PerSecond(10), core.InFlight(2, 30*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	var leases []int64
+	for i := range 3 {
+		d, err := lim.Allow(ctx, "alice")
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("request %d: allowed %t by %s, %d more may start\n", i+1, d.Allowed, d.Limit.PolicyName(), d.Remaining)
+		if d.Allowed {
+			leases = append(leases, d.Lease)
+		}
+	}
+	if _, err := lim.Release(ctx, "alice", leases[0]); err != nil { // the first request is done
+		panic(err)
+	}
+	d, err := lim.Allow(ctx, "alice")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("after a release: allowed %t\n", d.Allowed)
+	// Output:
+	// request 1: allowed true by 2-in-flight, 1 more may start
+	// request 2: allowed true by 2-in-flight, 0 more may start
+	// request 3: allowed false by 2-in-flight, 0 more may start
+	// after a release: allowed true
 }

@@ -72,6 +72,14 @@ func PerHour(n int64) Limit { return Per(n, time.Hour) }
 // PerDay is shorthand for Per(n, 24*time.Hour).
 func PerDay(n int64) Limit { return Per(n, 24*time.Hour) }
 
+// InFlight returns a Concurrency limit: at most n units in flight at once,
+// an acquisition lasting until Limiter.Release or, at the latest, lease.
+// Choose lease longer than the slowest request you serve (a handler's
+// timeout, say): it only matters when a holder never releases.
+func InFlight(n int64, lease time.Duration) Limit {
+	return Limit{Quota: n, Period: lease, Algorithm: Concurrency}
+}
+
 // Every is shorthand for Per(1, d): one unit every d.
 func Every(d time.Duration) Limit { return Per(1, d) }
 
@@ -98,10 +106,14 @@ func (l Limit) Capacity() int64 {
 }
 
 // PolicyName returns Name, or when it is empty a name derived from Quota
-// and Period: "100-per-1m", "10-per-1s", "5000-per-1d", "3-per-90s".
+// and Period: "100-per-1m", "10-per-1s", "5000-per-1d", "3-per-90s"; for
+// a Concurrency limit, from Quota alone: "8-in-flight".
 func (l Limit) PolicyName() string {
 	if l.Name != "" {
 		return l.Name
+	}
+	if l.Algorithm == Concurrency {
+		return strconv.FormatInt(l.Quota, 10) + "-in-flight"
 	}
 	return strconv.FormatInt(l.Quota, 10) + "-per-" + shortDuration(l.Period)
 }

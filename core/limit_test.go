@@ -30,7 +30,7 @@ func TestLimitValidateRejects(t *testing.T) {
 		{"a period above MaxPeriod", core.Per(1, core.MaxPeriod+us), "period 9600h0m0.000001s exceeds 9600h0m0s"},
 		{"a negative burst", core.PerSecond(1).WithBurst(-1), "burst -1 must be at least 1"},
 		{"a burst above MaxQuota", core.PerSecond(1).WithBurst(core.MaxQuota + 1), "burst 140737488355329 exceeds"},
-		{"an unknown algorithm", core.PerSecond(1).WithAlgorithm(core.Algorithm(7)), "unknown algorithm 7"},
+		{"an unknown algorithm", core.PerSecond(1).WithAlgorithm(core.Algorithm(8)), "unknown algorithm 8"},
 		{"the largest unknown algorithm", core.PerSecond(1).WithAlgorithm(core.Algorithm(255)), "unknown algorithm 255"},
 		{"a precision that does not divide the period", bucketed(time.Second, 300*ms), "precision 300ms does not divide period 1s"},
 		{"a negative precision", bucketed(time.Second, -100*ms), "precision -100ms is negative"},
@@ -227,6 +227,7 @@ func TestLimitPolicyName(t *testing.T) {
 		{core.Every(time.Minute), "1-per-1m"},
 		{core.PerMinute(100).WithAlgorithm(core.GCRA), "100-per-1m"},
 		{core.PerMinute(100).Named("search"), "search"},
+		{core.InFlight(8, time.Minute), "8-in-flight"},
 	}
 	for _, tt := range tests {
 		if got := tt.limit.PolicyName(); got != tt.want {
@@ -239,7 +240,7 @@ func TestLimitPolicyName(t *testing.T) {
 }
 
 func TestAlgorithmString(t *testing.T) {
-	want := []string{"sliding-window", "fixed-window", "sliding-log", "bucketed-window", "token-bucket", "gcra", "leaky-bucket"}
+	want := []string{"sliding-window", "fixed-window", "sliding-log", "bucketed-window", "token-bucket", "gcra", "leaky-bucket", "concurrency"}
 	algs := core.Algorithms()
 	if len(algs) != len(want) {
 		t.Fatalf("Algorithms() = %v, want %d algorithms", algs, len(want))
@@ -249,8 +250,8 @@ func TestAlgorithmString(t *testing.T) {
 			t.Errorf("Algorithms()[%d] = %d %q, want %d %q", i, a, a, i, want[i])
 		}
 	}
-	if got := core.Algorithm(7).String(); got != "Algorithm(7)" {
-		t.Errorf("Algorithm(7).String() = %q, want \"Algorithm(7)\"", got)
+	if got := core.Algorithm(8).String(); got != "Algorithm(8)" {
+		t.Errorf("Algorithm(8).String() = %q, want \"Algorithm(8)\"", got)
 	}
 	if core.SlidingWindow != 0 {
 		t.Errorf("SlidingWindow = %d, want the zero value", core.SlidingWindow)

@@ -248,7 +248,22 @@ func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
 	return l.do(ctx, engine.Reset, key, 0)
 }
 
+// Release ends the acquisition lease of key on its Concurrency limits (the
+// Decision.Lease of the AllowN that acquired it): its units are in flight
+// no more. Releasing twice, or after the lease ran out, changes nothing;
+// other limits are left alone. The Decision reports the state after the
+// release, as Peek would. A lease of 0 or less is an error wrapping
+// ErrInvalidOp.
+func (l *Limiter) Release(ctx context.Context, key string, lease int64) (Decision, error) {
+	return l.op(ctx, engine.Op{Key: key, Kind: engine.Release, Lease: lease})
+}
+
 func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int64) (Decision, error) {
+	return l.op(ctx, engine.Op{Key: key, Kind: kind, Cost: cost})
+}
+
+func (l *Limiter) op(ctx context.Context, op engine.Op) (Decision, error) {
+	key, cost := op.Key, op.Cost
 	limits, plan := l.limits, l.plan
 	if l.limitsFn != nil {
 		var err error
@@ -256,7 +271,7 @@ func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int
 			return Decision{}, err
 		}
 	}
-	op := engine.Op{Plan: plan, Key: key, Kind: kind, Cost: cost}
+	op.Plan = plan
 	if l.clock != nil {
 		op.Now = l.clock.Now().UnixMicro()
 	}

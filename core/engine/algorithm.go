@@ -15,6 +15,7 @@ const (
 	TokenBucket
 	GCRA
 	LeakyBucket
+	Concurrency
 
 	numAlgorithms
 )
@@ -27,6 +28,7 @@ var algorithmNames = [numAlgorithms]string{
 	TokenBucket:    "token-bucket",
 	GCRA:           "gcra",
 	LeakyBucket:    "leaky-bucket",
+	Concurrency:    "concurrency",
 }
 
 // String returns the algorithm's name, e.g. "sliding-window".
@@ -41,8 +43,8 @@ func (a Algorithm) String() string {
 func (a Algorithm) Valid() bool { return a < numAlgorithms }
 
 // Logs reports whether limits of a keep a log of marks (State.Log):
-// SlidingLog and BucketedWindow.
-func (a Algorithm) Logs() bool { return a == SlidingLog || a == BucketedWindow }
+// SlidingLog, BucketedWindow and Concurrency.
+func (a Algorithm) Logs() bool { return a == SlidingLog || a == BucketedWindow || a == Concurrency }
 
 // rated reports whether the algorithm refills continuously at Q per P
 // (TokenBucket, GCRA, LeakyBucket): those use Burst and a time tick.

@@ -84,7 +84,7 @@ func (sh *shape) usage(st *State) (used, full int64) {
 		return st.B, sh.Quota
 	case SlidingWindow:
 		return slidingUsed(sh, st), sh.Quota * sh.PeriodTicks
-	case SlidingLog, BucketedWindow:
+	case SlidingLog, BucketedWindow, Concurrency:
 		return st.A, sh.Quota
 	case TokenBucket:
 		full = sh.Capacity * sh.PeriodTicks

@@ -37,6 +37,7 @@ type op struct {
 	Key    string
 	Limits []core.Limit
 	Cost   int64
+	Lease  int64
 }
 
 // engineOp compiles o.
@@ -49,7 +50,7 @@ func (o *op) engineOp() (engine.Op, error) {
 		}
 		cl[i] = c
 	}
-	e := engine.Op{Kind: o.Kind, Key: o.Key, Cost: o.Cost}
+	e := engine.Op{Kind: o.Kind, Key: o.Key, Cost: o.Cost, Lease: o.Lease}
 	if len(cl) > 0 {
 		p, err := engine.NewPlan(o.Scope, cl)
 		if err != nil {
@@ -78,7 +79,7 @@ func step(o *op, now int64, states []engine.State) (core.Decision, time.Duration
 // decisionOf builds the Decision of res, as core.Limiter does.
 func decisionOf(limits []core.Limit, cost int64, res *engine.Result) core.Decision {
 	d := core.Decision{Allowed: res.Allowed, Cost: cost, Limit: limits[res.Binding], Remaining: res.Remaining,
-		ResetAfter: micros(res.Reset), EffectiveWindow: micros(res.Window)}
+		ResetAfter: micros(res.Reset), EffectiveWindow: micros(res.Window), Lease: res.Lease}
 	if res.Allowed {
 		d.Delay = micros(res.Delay)
 	} else {

@@ -18,8 +18,8 @@ const (
 	MaxQuota = 1 << 47
 	// MaxBuckets is the largest Period/Precision of a BucketedWindow.
 	MaxBuckets = 1024
-	// MaxLogQuota is the largest Quota of a SlidingLog, whose memory grows
-	// with it: one entry per admitted request.
+	// MaxLogQuota is the largest Quota of a SlidingLog or a Concurrency
+	// limit, whose memory grows with it: one entry per admitted request.
 	MaxLogQuota = 1 << 16
 	// DebtFactor bounds post-hoc overage: Charge can push a limit's usage to
 	// at most DebtFactor times its capacity (per window, for SlidingWindow,
@@ -104,6 +104,10 @@ func Compile(s Spec) (Limit, error) {
 	case SlidingLog:
 		if l.Quota > MaxLogQuota {
 			return Limit{}, s.invalid("sliding-log quota %d exceeds %d; use sliding-window or bucketed-window", l.Quota, MaxLogQuota)
+		}
+	case Concurrency:
+		if l.Quota > MaxLogQuota {
+			return Limit{}, s.invalid("concurrency quota %d exceeds %d units in flight", l.Quota, MaxLogQuota)
 		}
 	case BucketedWindow:
 		prec := s.Precision

@@ -14,6 +14,7 @@ import (
 type event struct {
 	at, cost int64 // µs, units
 	delay    int64 // µs, LeakyBucket
+	lease    int64 // µs, Concurrency
 }
 
 // trace is a random sequence of operations at non-decreasing instants.
@@ -213,7 +214,7 @@ func TestNeverOverAdmits(t *testing.T) {
 				for i := range tr.at {
 					d := mustStep(t, l, engine.Take, tr.at[i], tr.cost[i], states)
 					if d.Allowed {
-						admitted = append(admitted, event{at: tr.at[i], cost: tr.cost[i], delay: d.Delay.Microseconds()})
+						admitted = append(admitted, event{at: tr.at[i], cost: tr.cost[i], delay: d.Delay.Microseconds(), lease: d.Lease})
 					}
 				}
 				if len(admitted) == 0 {
@@ -268,6 +269,20 @@ func checkBound(l core.Limit, ev []event) error {
 			}
 			if s > q {
 				return fmt.Errorf("%d admitted in the %dµs up to t0+%dµs", s, p, ev[i].at-t0us)
+			}
+		}
+	case core.Concurrency:
+		// Nothing released: ≤ Q in flight at every admission, an
+		// acquisition being in flight until its lease + P.
+		for i := range ev {
+			var s int64
+			for j := 0; j <= i; j++ {
+				if ev[i].at < ev[j].lease+p {
+					s += ev[j].cost
+				}
+			}
+			if s > q {
+				return fmt.Errorf("%d in flight at t0+%dµs", s, ev[i].at-t0us)
 			}
 		}
 	case core.BucketedWindow:

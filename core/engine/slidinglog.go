@@ -1,11 +1,14 @@
 package engine
 
-// SlidingLog and BucketedWindow keep a log of marks, oldest first, and the
-// sum of their costs in A.
+// SlidingLog, BucketedWindow and Concurrency keep a log of marks, oldest
+// first, and the sum of their costs in A.
 //
 //	SlidingLog      mark = (timestamp µs, cost); live while t < timestamp + P
 //	BucketedWindow  mark = (bucket number b = ⌊t/p⌋, count); live while
 //	                ⌊t/p⌋ − n < b, n = P/p, that is while t < (b+n)·p
+//	Concurrency     mark = (lease, cost): an acquisition made at time lease
+//	                (µs, unique on the key), live while t < lease + P, or
+//	                until Released
 //
 // Cost c passes when A + c ≤ Q; otherwise it waits until enough of the
 // oldest marks have expired.
@@ -19,6 +22,21 @@ func markExpiry(sh *shape, m Mark) int64 {
 }
 
 func logRoll(sh *shape, st *State, now int64) { dropExpired(sh, st, now) }
+
+// release removes the acquisition of lease from a Concurrency log, if it
+// is still there: a second release of one lease changes nothing.
+func release(st *State, lease int64) {
+	for i, m := range st.Log {
+		if m.At == lease {
+			st.A -= m.N
+			st.Log = append(st.Log[:i], st.Log[i+1:]...)
+			return
+		}
+		if m.At > lease {
+			return
+		}
+	}
+}
 
 func bucketRoll(sh *shape, st *State, now int64) { dropExpired(sh, st, now) }
 

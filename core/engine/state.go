@@ -6,6 +6,8 @@ type shape struct {
 	tt int64 // now in ticks
 	e  int64 // SlidingWindow: ticks elapsed in window st.A
 	rc int64 // the rated algorithms on a coarse tick: the refill between tt and now (see since)
+
+	lease int64 // Concurrency: the lease a Take acquires (see leaseOf)
 }
 
 // State is the stored state of one limit of one key. Stores keep one State
@@ -19,13 +21,15 @@ type shape struct {
 //	FixedWindow     A = window number ⌊t/P⌋, B = count
 //	SlidingWindow   A = window number (ticks), B = previous count, C = current count
 //	SlidingLog      A = sum of Log's costs; Log = (timestamp, cost), oldest first
+//	Concurrency     A = sum of Log's costs, B = newest lease issued (µs);
+//	                Log = (lease, cost), oldest first
 //	BucketedWindow  A = sum of Log's counts; Log = (bucket number ⌊t/p⌋, count), oldest first
 //	TokenBucket     A = tokens × (P in ticks), B = last refill (ticks)
 //	GCRA, LeakyBucket  TAT = A + B/Q ticks, 0 ≤ B < Q
 type State struct {
 	Ident   uint64 // layout the state was written under (Limit.Ident); 0: fresh
 	A, B, C int64  // the algorithm's registers, as tabled above
-	Log     []Mark // SlidingLog and BucketedWindow marks, oldest first
+	Log     []Mark // SlidingLog, BucketedWindow and Concurrency marks, oldest first
 }
 
 // Mark is one entry of a State's Log.
@@ -36,6 +40,10 @@ type Mark struct {
 
 // fresh resets st to the fully replenished state of sh at now.
 func (sh *shape) fresh(st *State, now int64) {
+	lease := st.B // a Concurrency limit's newest lease: kept by a Reset
+	if st.Ident != sh.Ident {
+		lease = 0 // another layout's register
+	}
 	*st = State{Ident: sh.Ident, Log: st.Log[:0]}
 	switch sh.Algorithm {
 	case FixedWindow:
@@ -47,6 +55,8 @@ func (sh *shape) fresh(st *State, now int64) {
 		st.B = sh.ticks(now)
 	case GCRA, LeakyBucket:
 		st.A = sh.ticks(now)
+	case Concurrency:
+		st.B = lease // the newest lease survives a Reset: leases are never reused
 	}
 }
 
@@ -86,7 +96,7 @@ func (sh *shape) roll(st *State, now int64) {
 		fixedRoll(sh, st, now)
 	case SlidingWindow:
 		slidingRoll(sh, st, now)
-	case SlidingLog:
+	case SlidingLog, Concurrency:
 		logRoll(sh, st, now)
 	case BucketedWindow:
 		bucketRoll(sh, st, now)
@@ -109,7 +119,7 @@ func (sh *shape) need(st *State, now, c int64) (ok bool, retry, delay int64) {
 		ok, retry = fixedNeed(sh, st, now, c)
 	case SlidingWindow:
 		ok, retry = slidingNeed(sh, st, now, c)
-	case SlidingLog, BucketedWindow:
+	case SlidingLog, BucketedWindow, Concurrency:
 		ok, retry = markNeed(sh, st, now, c)
 	case TokenBucket:
 		ok, retry = tokenNeed(sh, st, now, c)
@@ -142,6 +152,11 @@ func (sh *shape) add(st *State, now, d int64) {
 		slidingAdd(sh, st, d)
 	case SlidingLog:
 		markAdd(sh, st, now, d)
+	case Concurrency: // only a Take adds: at a lease of its own, never merged
+		st.B = max(st.B, sh.lease)
+		if d > 0 {
+			markAdd(sh, st, sh.lease, d)
+		}
 	case BucketedWindow:
 		markAdd(sh, st, floorDiv(now, sh.Precision), d)
 	case TokenBucket:
@@ -158,7 +173,7 @@ func (sh *shape) report(st *State, now int64) (remaining, reset int64) {
 		return fixedReport(sh, st, now)
 	case SlidingWindow:
 		return slidingReport(sh, st, now)
-	case SlidingLog, BucketedWindow:
+	case SlidingLog, BucketedWindow, Concurrency:
 		return markReport(sh, st, now)
 	case TokenBucket:
 		return tokenReport(sh, st, now)

@@ -22,11 +22,16 @@ const (
 	Refund
 	// Reset forgets the key: every limit is fully replenished.
 	Reset
+	// Release ends the acquisition of Op.Lease on the key's Concurrency
+	// limits: the units it holds are in flight no more. A second Release of
+	// one lease, or of a lease that expired, changes nothing. Other limits
+	// are left alone.
+	Release
 
 	numKinds
 )
 
-var kindNames = [numKinds]string{"take", "peek", "charge", "refund", "reset"}
+var kindNames = [numKinds]string{"take", "peek", "charge", "refund", "reset", "release"}
 
 // String returns the kind's name, e.g. "take".
 func (k Kind) String() string {
@@ -52,6 +57,9 @@ type Op struct {
 	// Now is the time of the operation in Unix µs; 0 means the store's own
 	// clock (so the instant 0, in 1970, cannot be asked for).
 	Now int64
+	// Lease is, for Release, the lease to end: the Result.Lease of the Take
+	// that acquired it.
+	Lease int64
 }
 
 // Validate reports whether op is well formed, with an error wrapping
@@ -66,6 +74,8 @@ func (op *Op) Validate() error {
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
 	case op.Cost < 0:
 		return fmt.Errorf("%w: cost %d is negative (key %.64q)", ErrInvalidCost, op.Cost, op.Key)
+	case op.Kind == Release && op.Lease <= 0:
+		return fmt.Errorf("%w: release of lease %d, which no Take returned (key %.64q)", ErrInvalidOp, op.Lease, op.Key)
 	}
 	return nil
 }
@@ -100,6 +110,11 @@ type Result struct {
 	// all at once now (draft-ietf-httpapi-ratelimit-headers-11's t). It is
 	// when one more unit would pass after Remaining were taken.
 	Window int64
+	// Lease is, when an allowed Take of a cost above 0 acquired units on
+	// Concurrency limits, the acquisition's lease: an identifier for
+	// Release, never issued twice on the key (it is the acquisition's
+	// time, µs, or one µs after the key's newest lease). 0 otherwise.
+	Lease int64
 	// Limits holds every limit's part when the plan has several.
 	Limits []LimitResult
 }
@@ -145,10 +160,20 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 	}
 	ls := make([]LimitResult, len(limits))
 	allowed := true
+	var lease int64 // the lease a Take acquires on the Concurrency limits
 	for i := range shapes {
 		shapes[i].Limit = limits[i]
 		shapes[i].first(&states[i], op, now, &ls[i])
 		allowed = allowed && ls[i].Allowed
+		if limits[i].Algorithm == Concurrency {
+			lease = max(lease, leaseOf(&states[i], now))
+		}
+	}
+	if op.Kind != Take || !allowed || op.Cost == 0 { // nothing acquired
+		lease = 0
+	}
+	for i := range shapes {
+		shapes[i].lease = lease
 	}
 	for i := range shapes {
 		if op.Kind != Take || allowed {
@@ -157,7 +182,7 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 			ls[i].Remaining, ls[i].Reset = shapes[i].report(&states[i], now)
 		}
 		ls[i].Window = shapes[i].window(&states[i], now, ls[i].Remaining)
-		keep = max(keep, ls[i].Reset)
+		keep = max(keep, shapes[i].keep(&states[i], now, ls[i].Reset))
 	}
 	if !allowed { // nothing is queued unless every limit admits
 		for i := range ls {
@@ -165,8 +190,15 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 		}
 	}
 	Combine(ls, res)
+	res.Lease = lease
 	return keep, nil
 }
+
+// leaseOf returns the lease a Take at now acquires on Concurrency state st
+// (rolled): now, or one µs after the newest lease the key issued (B), so
+// that a lease is never issued twice on a key, even after a Release or a
+// Reset, and the log stays in order.
+func leaseOf(st *State, now int64) int64 { return max(now, st.B+1) }
 
 // step1 is Step for a single limit, without the bookkeeping of several.
 func step1(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
@@ -186,14 +218,27 @@ func slow1(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	sh := shape{Limit: *l}
 	var v LimitResult
 	sh.first(st, op, now, &v)
+	if l.Algorithm == Concurrency && op.Kind == Take && v.Allowed && op.Cost > 0 {
+		sh.lease = leaseOf(st, now)
+	}
 	if op.Kind != Take || v.Allowed {
 		sh.second(st, &v, op, now)
 	} else {
 		v.Remaining, v.Reset = sh.report(st, now)
 	}
 	v.Window = sh.window(st, now, v.Remaining)
-	*res = Result{Allowed: v.Allowed, Remaining: v.Remaining, Reset: v.Reset, Retry: v.Retry, Delay: v.Delay, Window: v.Window}
-	return v.Reset
+	*res = Result{Allowed: v.Allowed, Remaining: v.Remaining, Reset: v.Reset, Retry: v.Retry, Delay: v.Delay, Window: v.Window, Lease: sh.lease}
+	return sh.keep(st, now, v.Reset)
+}
+
+// keep returns how long a store must keep st, whose limit is fully
+// replenished after reset: a Concurrency state lives on while its newest
+// lease is not in the past, so that a new lease never repeats one issued.
+func (sh *shape) keep(st *State, now, reset int64) int64 {
+	if sh.Algorithm == Concurrency {
+		return max(reset, st.B+1-now)
+	}
+	return reset
 }
 
 // first brings st up to now and, for Take and Peek, checks the cost into v.
@@ -213,13 +258,16 @@ func (sh *shape) first(st *State, op *Op, now int64, v *LimitResult) {
 // Take, or any Charge, Refund or Reset) and reports the state after it.
 // Charge, Refund and Reset then report as a Peek of cost 0 would.
 func (sh *shape) second(st *State, v *LimitResult, op *Op, now int64) {
-	switch op.Kind {
-	case Take, Charge:
+	conc := sh.Algorithm == Concurrency
+	switch { // a Concurrency limit counts units in flight: no post-hoc cost
+	case op.Kind == Take, op.Kind == Charge && !conc:
 		sh.add(st, now, op.Cost)
-	case Refund:
+	case op.Kind == Refund && !conc:
 		sh.add(st, now, -op.Cost)
-	case Reset:
+	case op.Kind == Reset:
 		sh.fresh(st, now)
+	case op.Kind == Release && conc:
+		release(st, op.Lease)
 	}
 	if op.Kind >= Charge {
 		sh.check(st, now, 0, v)

@@ -31,7 +31,7 @@ func TestStepRejectsInvalidOperations(t *testing.T) {
 		{"a negative cost is invalid", op{Key: "k", Limits: []core.Limit{l}, Cost: -1}, core.ErrInvalidCost},
 		{"a negative cost is invalid for a refund too", op{Kind: engine.Refund, Key: "k", Limits: []core.Limit{l}, Cost: math.MinInt64}, core.ErrInvalidCost},
 		{"an empty key is invalid", op{Key: "", Limits: []core.Limit{l}, Cost: 1}, core.ErrInvalidKey},
-		{"an unknown kind is invalid", op{Kind: engine.Kind(5), Key: "k", Limits: []core.Limit{l}, Cost: 1}, core.ErrInvalidOp},
+		{"an unknown kind is invalid", op{Kind: engine.Kind(9), Key: "k", Limits: []core.Limit{l}, Cost: 1}, core.ErrInvalidOp},
 		{"an operation without limits is invalid", op{Key: "k", Cost: 1}, core.ErrInvalidOp},
 		{"an invalid limit is invalid", op{Key: "k", Limits: []core.Limit{core.PerSecond(0)}, Cost: 1}, core.ErrInvalidLimit},
 		{"an invalid second limit is invalid", op{Key: "k", Limits: []core.Limit{l, core.Per(1, 0)}, Cost: 1}, core.ErrInvalidLimit},
@@ -121,7 +121,12 @@ func TestCostEdgesOnEveryAlgorithm(t *testing.T) {
 				t.Errorf("AllowN(%v, 1) over the quota = %v, want denied for at most 1s", now, resultOf(d))
 			}
 			mustStep(t, l, engine.Charge, now, 1, states)
-			if d := mustStep(t, l, engine.Take, now, 0, states); d.Allowed || d.RetryAfter <= 0 {
+			d := mustStep(t, l, engine.Take, now, 0, states)
+			if l.Algorithm == core.Concurrency { // counts units in flight: Charge leaves it alone
+				if !d.Allowed || d.Remaining != 0 {
+					t.Errorf("AllowN(%v, 0) after a charge = %v, want allowed with 0 remaining (a charge acquires nothing)", now, resultOf(d))
+				}
+			} else if d.Allowed || d.RetryAfter <= 0 {
 				t.Errorf("AllowN(%v, 0) after a charge over the quota = %v, want denied", now, resultOf(d))
 			}
 		})

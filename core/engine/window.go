@@ -18,7 +18,7 @@ func (sh *shape) window(st *State, now, remaining int64) int64 {
 	switch sh.Algorithm {
 	case FixedWindow:
 		return (st.A+1)*sh.Period - now
-	case SlidingLog, BucketedWindow:
+	case SlidingLog, BucketedWindow, Concurrency:
 		return markWindow(sh, st, now, remaining)
 	}
 	c := *st // no log: a copy is independent

@@ -1,5 +1,5 @@
--- apply.lua: one engine.Op (Take, Peek, Charge, Refund or Reset) over all the
--- limits of one key, atomically. A port of engine.Step: same states, same
+-- apply.lua: one engine.Op (Take, Peek, Charge, Refund, Reset or Release)
+-- over all the limits of one key, atomically. A port of engine.Step: same states, same
 -- integer arithmetic (every value is below 2^53, where doubles are exact;
 -- divisions go through fdiv, which corrects math.floor's rounding).
 --
@@ -10,16 +10,18 @@
 -- KEYS[2]  the operation's record, when ARGV[4] > 0: the reply of an
 --          operation already applied, so a retried command is not charged twice
 -- KEYS[k]  next (from k = 2, or 3 with a record), the logs of the op's
---          SlidingLog and BucketedWindow limits (engine.State.Log), one per such
---          limit in the order of the limits: lists of struct '<dd' =
---          (timestamp µs or bucket number, cost units), oldest first. A log
+--          SlidingLog, BucketedWindow and Concurrency limits (engine.State.Log),
+--          one per such limit in the order of the limits: lists of struct '<dd'
+--          = (timestamp µs, bucket number or lease µs, cost units), oldest
+--          first. A log
 --          belongs to its limit's record: its key names the ident and the rank
 --          of the limit among the op's limits of that ident, which is the
 --          record's rank among the records of that ident.
 --
 -- ARGV[1]  now, Unix µs; empty for the server's TIME
--- ARGV[2]  kind: 0 take, 1 peek, 2 charge, 3 refund, 4 reset (engine.Kind)
--- ARGV[3]  cost, units (≥ 0)
+-- ARGV[2]  kind: 0 take, 1 peek, 2 charge, 3 refund, 4 reset, 5 release
+--          (engine.Kind)
+-- ARGV[3]  cost, units (≥ 0); for a release, the lease to end (> 0)
 -- ARGV[4]  TTL of the operation's record (KEYS[2]), ms; 0: no record
 -- ARGV[5]  deadline, the server's TIME in µs past which the caller has given
 --          up: the script then changes nothing and replies EXPIRED; 0: none
@@ -46,15 +48,17 @@
 -- (1 or 0); when allowed the queueing delay µs (LeakyBucket; else 0), when
 -- denied the time µs until the cost could pass, -1 for never; units
 -- remaining after the operation; µs until fully replenished; the effective
--- window, µs (window, below). (One string: cheaper to build here and to read
--- in the client than an array.)
+-- window, µs (window, below); then, when some limit is a Concurrency limit,
+-- one more double: the lease an allowed Take of cost > 0 acquired, else 0.
+-- (One string: cheaper to build here and to read in the client than an
+-- array.)
 
 local floor, min, max = math.floor, math.min, math.max
 local pack, unpack = struct.pack, struct.unpack
 
 -- Algorithms (engine.Algorithm) and kinds (engine.Kind).
-local SLIDING, FIXED, LOG, BUCKETED, TOKEN, GCRA, LEAKY = 0, 1, 2, 3, 4, 5, 6
-local TAKE, PEEK, CHARGE, REFUND, RESET = 0, 1, 2, 3, 4
+local SLIDING, FIXED, LOG, BUCKETED, TOKEN, GCRA, LEAKY, CONC = 0, 1, 2, 3, 4, 5, 6, 7
+local TAKE, PEEK, CHARGE, REFUND, RESET, RELEASE = 0, 1, 2, 3, 4, 5
 
 -- ⌊a/b⌋ for b > 0. a/b is correctly rounded, so its floor is off by at most
 -- one; the exact products below (each under 2^53) correct it.
@@ -158,7 +162,7 @@ if kind <= PEEK and (not blob or #blob == 32 * n) then
 	local alg, q, cap, tick, pt, idh, idl, A, B, C, tt, e, _
 	for i = 1, n do
 		alg, q, cap, tick, pt, _, _, idh, idl = unpack('<ddddddddd', P, 72 * i - 47)
-		if alg == 2 or alg == 3 then -- LOG, BUCKETED
+		if alg == 2 or alg == 3 or alg == 7 then -- LOG, BUCKETED, CONC
 			fast = false
 			break
 		end
@@ -341,14 +345,15 @@ end
 -- it was read, entries read (by index in the stored list, from 0) and
 -- whether it is stale (belongs to a discarded state). Functions take the
 -- table: no upvalues to capture.
-local L, haslog = {}, false
+local L, haslog, hasconc = {}, false, false
 local k = 1 -- KEYS index of the last log so far
 if opttl > 0 then k = 2 end
 for i = 1, n do
 	local alg, q, cap, tick, pt, prec, nb, idh, idl = limit(i)
-	local log = alg == LOG or alg == BUCKETED
+	local log = alg == LOG or alg == BUCKETED or alg == CONC
 	if log then k = k + 1 end
 	haslog = haslog or log
+	hasconc = hasconc or alg == CONC
 	-- Every field in the constructor: one allocation.
 	L[i] = {
 		alg = alg, q = q, cap = cap, tick = tick, pt = pt,
@@ -358,6 +363,10 @@ for i = 1, n do
 		key = log and KEYS[k], len = 0, head = 0, cache = log and {}, stale = log,
 	}
 end
+
+-- lease: the lease a Take acquires on the Concurrency limits (engine's
+-- leaseOf), set once every limit is checked.
+local lease = 0
 
 local function fmod(a, b) return a - b * fdiv(a, b) end
 
@@ -410,6 +419,24 @@ local function lset(s, j, at, v)
 	s.cache[j] = { at, v }
 end
 
+-- release removes the mark of lease l from a Concurrency log, if it is
+-- there (engine's release). Redis lists have no removal by index: the mark
+-- is overwritten with a tombstone, which LREM then removes. Runs after
+-- lcommit: the view is the whole list.
+local function release(s, l)
+	for j = 0, s.len - 1 do
+		local m = lget(s, j)
+		if m[1] == l then
+			s.A = s.A - m[2]
+			redis.call('LSET', s.key, j, 'R')
+			redis.call('LREM', s.key, 1, 'R')
+			s.len, s.cache = s.len - 1, {}
+			return
+		end
+		if m[1] > l then return end
+	end
+end
+
 -- Load the states: one 32-byte record per limit layout (ident) the key has
 -- state for, those of the last operation first, as memstore keeps them.
 -- Each limit takes the first record of its ident not taken by an earlier
@@ -450,6 +477,7 @@ end
 
 local function fresh(s)
 	local alg = s.alg
+	local lease = s.B -- a Concurrency limit's newest lease survives (engine's fresh)
 	s.A, s.B, s.C = 0, 0, 0
 	if alg == FIXED then
 		s.A = fdiv(now, s.p)
@@ -461,6 +489,7 @@ local function fresh(s)
 	elseif alg == GCRA or alg == LEAKY then
 		s.A = ticks(s, now)
 	else
+		if alg == CONC then s.B = lease end
 		if not s.stale and s.len > 0 then s.stale = true end
 		s.len, s.head, s.cache = 0, 0, {}
 	end
@@ -493,7 +522,7 @@ local function roll(s)
 			s.A, s.B, s.C = fdiv(tt, pt), 0, 0
 			s.e = tt - s.A * pt
 		end
-	elseif alg == LOG or alg == BUCKETED then
+	elseif alg == LOG or alg == BUCKETED or alg == CONC then
 		while s.head < s.len do
 			local m = lget(s, s.head)
 			if expiry(s, m) > now then break end
@@ -561,7 +590,7 @@ local function need(s, c)
 			at = (w + 1) * pt + e2
 		end
 		return false, at * s.tick - now
-	elseif alg == LOG or alg == BUCKETED then
+	elseif alg == LOG or alg == BUCKETED or alg == CONC then
 		local excess = (s.A - s.q) + c -- A + c may pass 2^53; this may not
 		if excess <= 0 then return true, 0 end
 		for j = s.head, s.len - 1 do
@@ -608,9 +637,14 @@ local function add(s, d)
 			s.C = s.C - x
 			s.B = max(s.B - (-d - x), 0)
 		end
-	elseif alg == LOG or alg == BUCKETED then
+	elseif alg == LOG or alg == BUCKETED or alg == CONC then
 		local at = now
-		if alg == BUCKETED then at = fdiv(now, s.prec) end
+		if alg == BUCKETED then
+			at = fdiv(now, s.prec)
+		elseif alg == CONC then -- only a Take adds, at its lease: never merged
+			at = lease
+			s.B = max(s.B, lease)
+		end
 		if d > 0 then
 			d = min(d, m - s.A)
 			if d <= 0 then return end
@@ -684,7 +718,7 @@ local function report(s)
 		if s.C > 0 then return rem, (w + 2) * pt * s.tick - now end
 		if s.B > 0 then return rem, (w + 1) * pt * s.tick - now end
 		return rem, 0
-	elseif alg == LOG or alg == BUCKETED then
+	elseif alg == LOG or alg == BUCKETED or alg == CONC then
 		if s.len == s.head then return q, 0 end
 		return max(q - s.A, 0), expiry(s, lget(s, s.len - 1)) - now
 	elseif alg == TOKEN then
@@ -707,7 +741,7 @@ end
 local function window(s, rem)
 	local alg = s.alg
 	if alg == FIXED then return (s.A + 1) * s.p - now end
-	if alg == LOG or alg == BUCKETED then
+	if alg == LOG or alg == BUCKETED or alg == CONC then
 		if rem == 0 then
 			local _, w = need(s, 1)
 			return w
@@ -740,6 +774,13 @@ for i = 1, n do
 	end
 	allowed = allowed and s.ok
 end
+if kind == TAKE and allowed and cost > 0 and hasconc then
+	lease = now
+	for i = 1, n do
+		local s = L[i]
+		if s.alg == CONC and s.B + 1 > lease then lease = s.B + 1 end
+	end
+end
 
 local write = kind >= CHARGE or (kind == TAKE and allowed)
 local out, keep, recs = {}, 0, {}
@@ -754,13 +795,16 @@ for i = 1, n do
 		committed = true
 	end
 	if write then
-		if kind == TAKE or kind == CHARGE then
+		local conc = s.alg == CONC -- counts units in flight: no post-hoc cost
+		if kind == TAKE or kind == CHARGE and not conc then
 			add(s, cost)
-		elseif kind == REFUND then
+		elseif kind == REFUND and not conc then
 			add(s, -cost)
 		elseif kind == RESET then
 			fresh(s)
 			if s.key then lcommit(s) end
+		elseif kind == RELEASE and conc then
+			release(s, cost)
 		end
 		if kind >= CHARGE then
 			s.ok, s.wait = need(s, 0)
@@ -772,6 +816,7 @@ for i = 1, n do
 	out[j + 1], out[j + 2], out[j + 3], out[j + 4] = s.ok and 1 or 0, s.wait, rem, reset
 	out[j + 5] = window(s, rem)
 	keep = max(keep, reset)
+	if s.alg == CONC then keep = max(keep, s.B + 1 - now) end -- leases are never reused
 	recs[i] = pack(RECORD, s.idh, s.idl, s.A, s.B, s.C)
 	if s.key and s.len > 0 and (write or committed) then
 		redis.call('PEXPIRE', s.key, cdiv(reset, 1000) + margin)
@@ -779,6 +824,7 @@ for i = 1, n do
 end
 
 local reply = head .. packout(out)
+if hasconc then reply = reply .. pack('<d', lease) end
 if opttl > 0 and not haslog then
 	local r = claim(write, reply)
 	if r then return r end

@@ -32,8 +32,9 @@ type call struct {
 	keys   []string
 	args   []any
 	op     engine.Op
-	ctx    context.Context
-	done   chan result // buffered: a sender never blocks
+	ctx    context.Context    // what the call runs under (see bind)
+	cancel context.CancelFunc // ctx's, or nil
+	done   chan result        // buffered: a sender never blocks
 	state  atomic.Uint32
 
 	once   sendOnce
@@ -61,6 +62,30 @@ type result struct {
 // connection it was due on.
 const lateGrace = time.Second
 
+// bind prepares c to run for a caller waiting under ctx. It runs under
+// ctx, but for a Release, which frees units its caller holds and is wanted
+// even once the caller has given up (a Release is idempotent, and undoing
+// it would hold the units until the lease runs out): that one runs under a
+// context that outlives ctx by lateGrace.
+func (c *call) bind(ctx context.Context) {
+	c.ctx, c.done = ctx, make(chan result, 1)
+	if c.op.Kind != engine.Release {
+		return
+	}
+	if d, ok := ctx.Deadline(); ok {
+		c.ctx, c.cancel = context.WithDeadline(context.WithoutCancel(ctx), d.Add(lateGrace))
+	} else {
+		c.ctx = context.WithoutCancel(ctx)
+	}
+}
+
+// unbind frees what bind made.
+func (c *call) unbind() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
 // wait returns c's result, or ctx's error if ctx ends first and the call is
 // not answered by then.
 func (c *call) wait(ctx context.Context) (any, error) {
@@ -79,6 +104,7 @@ func (c *call) wait(ctx context.Context) (any, error) {
 // finish answers c with its reply, or, if its caller has left, hands the
 // reply to the store to undo what it did.
 func (s *Store) finish(c *call, v any, err error) {
+	c.unbind()
 	if c.state.CompareAndSwap(pending, answered) {
 		c.done <- result{v: v, err: err}
 		return
@@ -117,12 +143,14 @@ func newBatcher(s *Store, client Client, size, workers int) *batcher {
 // do runs the script through a worker, returning when it is done or when
 // ctx is, whichever is first.
 func (b *batcher) do(ctx context.Context, c *call) (any, error) {
-	c.ctx, c.done = ctx, make(chan result, 1)
+	c.bind(ctx)
 	select {
 	case b.queue <- c:
-	case <-ctx.Done():
+	case <-ctx.Done(): // not sent: the queue is full (a stalled server)
+		c.unbind()
 		return nil, ctx.Err()
 	case <-b.stop:
+		c.unbind()
 		return nil, core.ErrClosed
 	}
 	return c.wait(ctx) // Close answers what it stops with ErrClosed
@@ -284,7 +312,7 @@ func (s *Store) evalOne(ctx context.Context, c *call) *redis.Cmd {
 // without batching: the caller returns at its deadline, and the reply is
 // still read after it.
 func (s *Store) direct(ctx context.Context, client Client, c *call) (any, error) {
-	c.ctx, c.done = ctx, make(chan result, 1)
+	c.bind(ctx)
 	go s.send(context.Background(), client, []*call{c})
 	return c.wait(ctx)
 }

@@ -291,3 +291,79 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 		})
 	}
 }
+
+// Units in flight are never lost to a stall: Redis stopped (SIGSTOP) while
+// callers acquire and release, so that acquisitions and releases time
+// out; resumed, it receives them. A late acquisition is released by the
+// store, and a late Release still runs, so that nothing is held
+// afterwards. (The breaker is off: an open breaker sends nothing, and
+// units it could not release wait for their lease.)
+func TestStalledReleasesHoldNothing(t *testing.T) {
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	const slots = 1000
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"batched", nil},
+		{"unbatched", []Option{WithBatching(0, 0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, c, tc.opts...)
+			lim, err := core.New(s, core.InFlight(slots, time.Hour), core.PerDay(1_000_000).WithAlgorithm(core.GCRA),
+				core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var acquired, releaseFailed, acquireFailed atomic.Int64
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-done:
+							return
+						default:
+						}
+						d, err := lim.Allow(context.Background(), "k")
+						if err != nil || d.Source != core.FromStore {
+							acquireFailed.Add(1)
+						}
+						if err == nil && d.Allowed && d.Lease != 0 {
+							acquired.Add(1)
+							if _, err := lim.Release(context.Background(), "k", d.Lease); err != nil {
+								releaseFailed.Add(1)
+							}
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}()
+			}
+			time.Sleep(200 * time.Millisecond)
+			srv.signal(syscall.SIGSTOP)
+			time.Sleep(300 * time.Millisecond)
+			srv.signal(syscall.SIGCONT)
+			time.Sleep(200 * time.Millisecond)
+			close(done)
+			wg.Wait()
+			time.Sleep(lateGrace + 300*time.Millisecond) // late replies are read, and undone
+			d, err := lim.Peek(context.Background(), "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("acquired %d, acquisitions failed %d, releases failed %d; undone %d (%d failed to undo)",
+				acquired.Load(), acquireFailed.Load(), releaseFailed.Load(), s.undone.Load(), s.undoFailed.Load())
+			if acquireFailed.Load()+releaseFailed.Load() == 0 {
+				t.Fatal("no call failed during the stall: the test tested nothing")
+			}
+			if in := d.States[0]; in.Remaining != slots {
+				t.Errorf("after the stall %d units are in flight, want 0: every acquisition ended", slots-in.Remaining)
+			}
+		})
+	}
+}

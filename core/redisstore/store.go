@@ -279,6 +279,9 @@ func (s *Store) newCall(op *engine.Op) *call {
 		args[0] = ""
 	}
 	args[1], args[2], args[3], args[4] = int(op.Kind), op.Cost, int64(0), int64(0)
+	if op.Kind == engine.Release {
+		args[2] = op.Lease
+	}
 	switch {
 	case op.Kind == engine.Peek: // changes nothing: any number of copies may run
 	case s.opTTL > 0:
@@ -406,22 +409,25 @@ func (s *Store) stamp(c *call) {
 
 // compensate undoes what the operation of c did, as its reply v says, for
 // a caller that gave up before the reply came: a Take it admitted or a
-// Charge is refunded, a Refund charged back. (A Reset cannot be undone.)
+// Charge is refunded, a Refund charged back, and the lease a Take acquired
+// on Concurrency limits released. (A Reset cannot be undone; a Release
+// needs no undoing: its caller meant to free the units anyway.)
 // The opposite operation runs at once, in the background, under its own
 // timeout. Refund and Charge are exact inverses for GCRA, TokenBucket and
 // LeakyBucket, and for the window algorithms within the window the
 // operation ran in.
 func (s *Store) compensate(c *call, v any) {
 	op := c.op
+	var lease int64 // a lease to release too
 	switch {
-	case op.Kind == engine.Peek || op.Kind == engine.Reset || op.Cost == 0:
+	case op.Kind == engine.Peek || op.Kind == engine.Reset || op.Kind == engine.Release || op.Cost == 0:
 		return
 	case op.Kind == engine.Take:
 		res, err := decode(&op, v)
 		if err != nil || !res.Allowed {
 			return // expired, or denied: nothing to undo
 		}
-		op.Kind = engine.Refund
+		op.Kind, lease = engine.Refund, res.Lease
 	case op.Kind == engine.Charge:
 		if !applied(v) {
 			return
@@ -440,10 +446,16 @@ func (s *Store) compensate(c *call, v any) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), lateGrace)
 		defer cancel()
-		u := s.newCall(&op)
-		if _, err := s.direct(ctx, s.lanes.of(u.keys[0]).client, u); err != nil {
-			s.undoFailed.Add(1)
-			return
+		ops := []engine.Op{op}
+		if lease != 0 {
+			ops = append(ops, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Release, Lease: lease, Now: op.Now})
+		}
+		for i := range ops {
+			u := s.newCall(&ops[i])
+			if _, err := s.direct(ctx, s.lanes.of(u.keys[0]).client, u); err != nil {
+				s.undoFailed.Add(1)
+				return
+			}
 		}
 		s.undone.Add(1)
 	}()
@@ -484,7 +496,7 @@ type sendOnce struct {
 }
 
 var kindArgs = [...][]byte{engine.Take: []byte("0"), engine.Peek: []byte("1"), engine.Charge: []byte("2"),
-	engine.Refund: []byte("3"), engine.Reset: []byte("4")}
+	engine.Refund: []byte("3"), engine.Reset: []byte("4"), engine.Release: []byte("5")}
 
 func (o *sendOnce) MarshalBinary() ([]byte, error) {
 	if o.sent.Swap(true) {
@@ -513,7 +525,8 @@ func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err,
 // decode builds the Result of op from the script's reply: after the
 // server's time (8 bytes), EXPIRED, a fast reply (see decodeFast) or a
 // general one, 5 little-endian doubles per limit (allowed, retry or delay
-// µs, remaining, reset µs, window µs), each an integer below 2^53.
+// µs, remaining, reset µs, window µs), each an integer below 2^53, and for
+// a plan with a Concurrency limit one more, the lease.
 func decode(op *engine.Op, reply any) (engine.Result, error) {
 	r, ok := reply.(string)
 	if !ok || len(r) < 9 {
@@ -527,7 +540,15 @@ func decode(op *engine.Op, reply any) (engine.Result, error) {
 		return decodeFast(op, r)
 	}
 	n := len(op.Plan.Limits)
-	if len(r) != 40*n {
+	var lease int64
+	if hasConcurrency(op.Plan) {
+		if len(r) != 40*n+8 {
+			return engine.Result{}, fmt.Errorf("%w: %T of length %d for %d limits and a lease", ErrReply, reply, len(r), n)
+		}
+		if lease, ok = exact(r[40*n:]); !ok {
+			return engine.Result{}, fmt.Errorf("%w: the lease is not an integer", ErrReply)
+		}
+	} else if len(r) != 40*n {
 		return engine.Result{}, fmt.Errorf("%w: %T of length %d for %d limits", ErrReply, reply, len(r), n)
 	}
 	var x [5]int64
@@ -555,7 +576,18 @@ func decode(op *engine.Op, reply any) (engine.Result, error) {
 	}
 	var res engine.Result
 	engine.Combine(ls, &res)
+	res.Lease = lease
 	return res, nil
+}
+
+// hasConcurrency reports whether some limit of plan is a Concurrency limit.
+func hasConcurrency(plan *engine.Plan) bool {
+	for i := range plan.Limits {
+		if plan.Limits[i].Algorithm == engine.Concurrency {
+			return true
+		}
+	}
+	return false
 }
 
 // fastHeader is the length of a fast reply's head: the time and the verdict.

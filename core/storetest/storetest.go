@@ -129,6 +129,7 @@ type step struct {
 	kind engine.Kind
 	cost int64
 	now  time.Time
+	pick uint32 // Release: which lease the key was issued (see check)
 }
 
 type trace struct {
@@ -145,6 +146,10 @@ func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
 	}
 	now := Epoch.Add(time.Duration(rng.Int64N(int64(time.Hour))))
 	keys := []string{"a", "b", "a:b"}
+	conc := false
+	for _, l := range limits {
+		conc = conc || l.Algorithm == core.Concurrency
+	}
 	for range n {
 		// Time only moves forward: a store may forget a key once its state
 		// is fully replenished, which is the same as keeping it only for a
@@ -174,6 +179,8 @@ func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
 		case r < 7:
 			s.kind = engine.Reset
 			s.cost = 0
+		case r < 12 && conc:
+			s.kind, s.cost, s.pick = engine.Release, 0, rng.Uint32()
 		}
 		tr.steps = append(tr.steps, s)
 	}
@@ -185,9 +192,19 @@ func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
 func (tr trace) check(t *testing.T, st core.Store, name string) {
 	t.Helper()
 	ref := map[string][]engine.State{}
+	leases := map[string][]int64{} // the leases issued on each key
 	ctx := context.Background()
 	for i, s := range tr.steps {
 		op := engine.Op{Plan: tr.plan, Kind: s.kind, Key: name + "/" + s.key, Cost: s.cost, Now: s.now.UnixMicro()}
+		if s.kind == engine.Release {
+			// A lease the key was issued, live, released or expired; now
+			// and then one it never was.
+			if ls := leases[s.key]; len(ls) > 0 && s.pick%8 != 0 {
+				op.Lease = ls[int(s.pick)%len(ls)]
+			} else {
+				op.Lease = op.Now + int64(s.pick%1000)
+			}
+		}
 		states, ok := ref[s.key]
 		if !ok {
 			states = make([]engine.State, len(tr.limits))
@@ -200,7 +217,10 @@ func (tr trace) check(t *testing.T, st core.Store, name string) {
 			t.Fatalf("%s step %d: %s(%q, cost %d) at %v: err = %v, want %v (limits %v)", name, i, s.kind, s.key, s.cost, s.now, gerr, werr, tr.limits)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s step %d: %s(%q, cost %d) at +%v:\n got %+v\nwant %+v\nlimits %v\n%s", name, i, s.kind, s.key, s.cost, s.now.Sub(Epoch), got, want, tr.limits, tr.history(i))
+			t.Fatalf("%s step %d: %s(%q, cost %d, lease %d) at +%v:\n got %+v\nwant %+v\nlimits %v\n%s", name, i, s.kind, s.key, s.cost, op.Lease, s.now.Sub(Epoch), got, want, tr.limits, tr.history(i))
+		}
+		if want.Lease != 0 {
+			leases[s.key] = append(leases[s.key], want.Lease)
 		}
 	}
 }
