@@ -45,7 +45,8 @@ func TestReloadKeepsState(t *testing.T) {
 	}{
 		{"of a limiter when another changed", "5/m", "20/m", 2},
 		{"of a limiter when nothing changed", "5/m", "10/m", 2},
-		{"when the quota changed", "8/m", "10/m", 5},
+		{"when the quota changed", "10/m", "10/m", 7},
+		{"when the quota went down", "4/m", "10/m", 1},
 		{"when the quota of a GCRA's burst changed", "5/m gcra burst 9", "10/m", 6},
 		{"but not when the period changed", "5/h", "10/m", 5},
 		{"but not when the algorithm changed", "5/m fixed-window", "10/m", 5},
