@@ -197,7 +197,7 @@ func isBareName(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !isLetter(c) && !isDigit(c) && c != '-' && c != '_' && c != '.' {
+		if !letterByte(c) && !digitByte(c) && c != '-' && c != '_' && c != '.' {
 			return false
 		}
 	}
@@ -245,10 +245,10 @@ type limitParser struct {
 
 // trim skips the item's surrounding spaces and records its text.
 func (p *limitParser) trim() {
-	for p.pos < p.end && isSpace(p.s[p.pos]) {
+	for p.pos < p.end && spaceByte(p.s[p.pos]) {
 		p.pos++
 	}
-	for p.end > p.pos && isSpace(p.s[p.end-1]) {
+	for p.end > p.pos && spaceByte(p.s[p.end-1]) {
 		p.end--
 	}
 	p.start, p.item = p.pos, p.s[p.pos:p.end]
@@ -268,7 +268,7 @@ func (p *limitParser) peek() byte {
 // skipSpace skips spaces and reports whether there were any.
 func (p *limitParser) skipSpace() bool {
 	start := p.pos
-	for p.pos < p.end && isSpace(p.s[p.pos]) {
+	for p.pos < p.end && spaceByte(p.s[p.pos]) {
 		p.pos++
 	}
 	return p.pos > start
@@ -277,7 +277,7 @@ func (p *limitParser) skipSpace() bool {
 // token returns the text from pos to the next space, for messages.
 func (p *limitParser) token() string {
 	i := p.pos
-	for i < p.end && !isSpace(p.s[i]) {
+	for i < p.end && !spaceByte(p.s[i]) {
 		i++
 	}
 	return p.s[p.pos:i]
@@ -307,10 +307,10 @@ func (p *limitParser) count(what string) (int64, error) {
 	digits, over := 0, false
 	for ; p.pos < p.end; p.pos++ {
 		c := p.s[p.pos]
-		if c == '_' && digits > 0 && p.pos+1 < p.end && isDigit(p.s[p.pos+1]) {
+		if c == '_' && digits > 0 && p.pos+1 < p.end && digitByte(p.s[p.pos+1]) {
 			continue // 1_000
 		}
-		if !isDigit(c) {
+		if !digitByte(c) {
 			break
 		}
 		if n = n*10 + int64(c-'0'); n > MaxQuota {
@@ -363,12 +363,12 @@ func (p *limitParser) per() error {
 // "2 hours"), into a positive duration of at most MaxPeriod.
 func (p *limitParser) period(what string) (time.Duration, error) {
 	start := p.pos
-	if isLetter(p.peek()) || isMicro(p.s[p.pos:p.end]) > 0 {
+	if letterByte(p.peek()) || microPrefix(p.s[p.pos:p.end]) > 0 {
 		return p.unit()
 	}
 	var total time.Duration
 	for parts := 0; ; parts++ {
-		if !isDigit(p.peek()) {
+		if !digitByte(p.peek()) {
 			if parts == 0 {
 				return 0, p.fail(start, "want a %s, such as s, 90s or 1.5h, not %q", what, p.token())
 			}
@@ -378,14 +378,14 @@ func (p *limitParser) period(what string) (time.Duration, error) {
 		whole, frac, scale := p.number()
 		num := p.s[numStart:p.pos]
 		p.skipSpace()
-		if !isLetter(p.peek()) && isMicro(p.s[p.pos:p.end]) == 0 {
+		if !letterByte(p.peek()) && microPrefix(p.s[p.pos:p.end]) == 0 {
 			return 0, p.fail(p.pos, "want a unit after %s (ms, s, m, h, d, ...), not %q", num, p.token())
 		}
 		u, err := p.unit()
 		if err != nil {
 			return 0, err
 		}
-		v, exact, ok := scaled(whole, frac, scale, u)
+		v, exact, ok := scaledPeriod(whole, frac, scale, u)
 		switch {
 		case !ok || v > MaxPeriod || total+v > MaxPeriod:
 			return 0, p.fail(numStart, "%s %s exceeds %v", what, p.s[start:p.pos], MaxPeriod)
@@ -395,7 +395,7 @@ func (p *limitParser) period(what string) (time.Duration, error) {
 		total += v
 		save := p.pos
 		p.skipSpace()
-		if !isDigit(p.peek()) {
+		if !digitByte(p.peek()) {
 			p.pos = save
 			break
 		}
@@ -410,7 +410,7 @@ func (p *limitParser) period(what string) (time.Duration, error) {
 // Digits beyond what fits are a period too long, reported by scaled.
 func (p *limitParser) number() (whole, frac, scale uint64) {
 	scale = 1
-	for p.pos < p.end && (isDigit(p.s[p.pos]) || p.s[p.pos] == '_' && p.pos+1 < p.end && isDigit(p.s[p.pos+1])) {
+	for p.pos < p.end && (digitByte(p.s[p.pos]) || p.s[p.pos] == '_' && p.pos+1 < p.end && digitByte(p.s[p.pos+1])) {
 		if c := p.s[p.pos]; c != '_' {
 			if whole < 1<<58 {
 				whole = whole*10 + uint64(c-'0')
@@ -420,9 +420,9 @@ func (p *limitParser) number() (whole, frac, scale uint64) {
 		}
 		p.pos++
 	}
-	if p.peek() == '.' && p.pos+1 < p.end && isDigit(p.s[p.pos+1]) {
+	if p.peek() == '.' && p.pos+1 < p.end && digitByte(p.s[p.pos+1]) {
 		p.pos++
-		for p.pos < p.end && isDigit(p.s[p.pos]) {
+		for p.pos < p.end && digitByte(p.s[p.pos]) {
 			if scale < 1e18 {
 				frac, scale = frac*10+uint64(p.s[p.pos]-'0'), scale*10
 			} else if p.s[p.pos] != '0' {
@@ -434,10 +434,10 @@ func (p *limitParser) number() (whole, frac, scale uint64) {
 	return whole, frac, scale
 }
 
-// scaled returns (whole + frac/scale) × unit. exact is false when that is
+// scaledPeriod returns (whole + frac/scale) × unit. exact is false when that is
 // not a whole number of nanoseconds (or scale is 0: too many decimals), and
 // ok false when it overflows.
-func scaled(whole, frac, scale uint64, unit time.Duration) (v time.Duration, exact, ok bool) {
+func scaledPeriod(whole, frac, scale uint64, unit time.Duration) (v time.Duration, exact, ok bool) {
 	if scale == 0 {
 		return 0, false, true
 	}
@@ -460,9 +460,9 @@ func scaled(whole, frac, scale uint64, unit time.Duration) (v time.Duration, exa
 func (p *limitParser) unit() (time.Duration, error) {
 	start := p.pos
 	for p.pos < p.end {
-		if isLetter(p.s[p.pos]) {
+		if letterByte(p.s[p.pos]) {
 			p.pos++
-		} else if n := isMicro(p.s[p.pos:p.end]); n > 0 {
+		} else if n := microPrefix(p.s[p.pos:p.end]); n > 0 {
 			p.pos += n
 		} else {
 			break
@@ -566,7 +566,7 @@ func (p *limitParser) options(l *Limit) error {
 // word returns the text up to the next space or '='.
 func (p *limitParser) word() string {
 	start := p.pos
-	for p.pos < p.end && !isSpace(p.s[p.pos]) && p.s[p.pos] != '=' && p.s[p.pos] != '"' {
+	for p.pos < p.end && !spaceByte(p.s[p.pos]) && p.s[p.pos] != '=' && p.s[p.pos] != '"' {
 		p.pos++
 	}
 	return p.s[start:p.pos]
@@ -603,7 +603,7 @@ func algorithmNamed(word string) (Algorithm, bool) {
 func (p *limitParser) name() (string, error) {
 	start := p.pos
 	if p.peek() != '"' {
-		for p.pos < p.end && !isSpace(p.s[p.pos]) {
+		for p.pos < p.end && !spaceByte(p.s[p.pos]) {
 			p.pos++
 		}
 		return p.s[start:p.pos], nil
@@ -624,13 +624,13 @@ func (p *limitParser) name() (string, error) {
 	return "", p.fail(start, "unterminated quoted name")
 }
 
-func isSpace(c byte) bool  { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
-func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+func spaceByte(c byte) bool  { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func digitByte(c byte) bool  { return '0' <= c && c <= '9' }
+func letterByte(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
-// isMicro returns the length of a micro sign (U+00B5) or Greek mu
+// microPrefix returns the length of a micro sign (U+00B5) or Greek mu
 // (U+03BC) at the start of s, as time.ParseDuration accepts both, or 0.
-func isMicro(s string) int {
+func microPrefix(s string) int {
 	if strings.HasPrefix(s, "µ") || strings.HasPrefix(s, "μ") {
 		return 2
 	}
