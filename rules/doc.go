@@ -14,9 +14,9 @@
 //	version: 1                 # optional; 1 is the only version
 //	headers: draft-11          # draft-11 (default), draft-06, legacy or none
 //	failure:                   # when the store fails (core.FailurePolicy)
-//	  policy: closed           # closed (default), open or fallback
+//	  policy: fallback         # closed (default), open or fallback
 //	  timeout: 100ms           # per store call; default core.DefaultTimeout
-//	  fleet_size: 4            # fallback: each instance decides on 1/4 of each limit
+//	  fleet_size: 4            # fallback only: each instance decides on 1/4 of each limit
 //
 //	keys:                      # who is limited: named key functions (package keyfuncs)
 //	  ip:                      # redefines the built-in ip: the client behind a proxy
@@ -80,8 +80,9 @@
 // earlier middleware verified, or clients choose their plan.
 //
 // Unknown fields, a field given twice and a name that refers to nothing
-// are errors. Every problem of a file is reported at once, each an *Error
-// with the file, the line and the field:
+// are errors. Every problem of a file is reported at once (up to 20, and
+// a count of the rest), each an *Error with the file, the line and the
+// field:
 //
 //	rules.yaml:14: limiters.api.limits[1]: quota 0 must be at least 1
 //	rules.yaml:20: routes[2].limiters[0]: no limiter named "serach"

@@ -21,8 +21,9 @@ type settings struct {
 	onReload  func(error)
 }
 
-// WithLogger sets the logger of reloads: one line for each reload, at Info
-// when it applied and at Error when it failed and the running rules stay.
+// WithLogger sets the logger of Apply and Reload: one line for each, at
+// Info when the new rules run and at Error when they do not and the
+// running rules stay.
 // It must not be nil. Default: slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) error {

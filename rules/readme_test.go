@@ -125,3 +125,34 @@ func TestREADMERulesFile(t *testing.T) {
 		}
 	}
 }
+
+// TestDocFileParses checks the rules file of the package doc.
+func TestDocFileParses(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(src), "// # The file\n//\n")
+	if !ok {
+		t.Fatal("doc.go has no section \"The file\"")
+	}
+	var yaml []string
+	for _, line := range strings.Split(block, "\n") {
+		if line == "//" {
+			yaml = append(yaml, "")
+			continue
+		}
+		l, ok := strings.CutPrefix(line, "//\t")
+		if !ok {
+			break
+		}
+		yaml = append(yaml, l)
+	}
+	cfg, err := rules.Parse("doc.yaml", []byte(strings.Join(yaml, "\n")))
+	if err != nil {
+		t.Fatalf("the package doc's rules file: %v", err)
+	}
+	if got := len(cfg.Routes()); got != 3 {
+		t.Errorf("the package doc's rules file has %d routes, want 3", got)
+	}
+}
