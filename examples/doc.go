@@ -10,6 +10,7 @@
 //	tiers                limits by plan (free, pro) with core.WithLimitsFunc, keyed by account
 //	weighted             a cost computed from the request: ?pages=N costs N
 //	posthoc              costs known afterwards: tokens reported by the handler, response bytes
+//	rulesfile            every limit, key and route from a rules file, reloaded while serving
 //
 // Each serves on -addr (or $ADDR; default 127.0.0.1:8080):
 //

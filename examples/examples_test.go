@@ -21,6 +21,7 @@ var programs = []string{
 	"tiers",
 	"weighted",
 	"posthoc",
+	"rulesfile",
 }
 
 // TestPrograms builds every program and runs it with -selftest, as a user

@@ -13,6 +13,7 @@ require (
 	github.com/tollgate/tollgate/echolimit v0.0.0
 	github.com/tollgate/tollgate/fiberlimit v0.0.0
 	github.com/tollgate/tollgate/ginlimit v0.0.0
+	github.com/tollgate/tollgate/rules v0.0.0
 )
 
 require (
@@ -52,6 +53,7 @@ require (
 	github.com/valyala/tcplisten v1.0.0 // indirect
 	go.mongodb.org/mongo-driver/v2 v2.5.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/arch v0.22.0 // indirect
 	golang.org/x/crypto v0.53.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
@@ -67,4 +69,5 @@ replace (
 	github.com/tollgate/tollgate/echolimit => ../echolimit
 	github.com/tollgate/tollgate/fiberlimit => ../fiberlimit
 	github.com/tollgate/tollgate/ginlimit => ../ginlimit
+	github.com/tollgate/tollgate/rules => ../rules
 )
