@@ -18,11 +18,16 @@ var programs = []string{
 	"quickstart/echo",
 	"quickstart/fiber",
 	"redis",
+	"redisgin",
+	"redisecho",
 	"tiers",
 	"weighted",
 	"posthoc",
 	"rulesfile",
 }
+
+// onRedis are the programs whose -selftest needs a Redis (-redis).
+var onRedis = map[string]bool{"redis": true, "redisgin": true, "redisecho": true}
 
 // TestPrograms builds every program and runs it with -selftest, as a user
 // would: it checks what the in-process tests of each directory do not,
@@ -44,7 +49,7 @@ func TestPrograms(t *testing.T) {
 		t.Run(dir, func(t *testing.T) {
 			t.Parallel()
 			args := []string{"-selftest"}
-			if dir == "redis" {
+			if onRedis[dir] {
 				addr := os.Getenv("TOLLGATE_REDIS_ADDR")
 				if addr == "" {
 					if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {

@@ -9,6 +9,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -115,6 +116,26 @@ func Example_redis() {
 	_, _ = lim, err
 }
 
+func Example_install() {
+	// README: install
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379",
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	store, err := redisstore.New(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100),
+		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4)))) // Redis down: 1/4 of each limit here
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := gin.New()
+	r.Use(ginlimit.New(lim))
+	r.GET("/hello", func(c *gin.Context) { c.String(http.StatusOK, "hello\n") })
+	log.Fatal(r.Run("127.0.0.1:8080"))
+	// README: end
+}
+
 // TestREADMEShowsTheseSnippets checks that every snippet between the
 // markers above stands in README.md, so the README shows code that
 // compiles.
@@ -145,7 +166,89 @@ func TestREADMEShowsTheseSnippets(t *testing.T) {
 		}
 		n++
 	}
-	if n < 7 {
-		t.Errorf("found %d snippets between markers, want at least 7", n)
+	if n < 8 {
+		t.Errorf("found %d snippets between markers, want at least 8", n)
+	}
+}
+
+// TestREADMEInstallNamesTheModules checks the README's Install section
+// against the repository: every module it has users go get, require or
+// replace exists, and each replace points at that module's directory in a
+// clone named tollgate.
+func TestREADMEInstallNamesTheModules(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, install, ok := strings.Cut(string(readme), "\n## Install\n")
+	if !ok {
+		t.Fatal("README.md has no Install section")
+	}
+	install, _, _ = strings.Cut(install, "\n## ")
+
+	// modulePath returns the module path in dir's go.mod (dir relative to
+	// the repository root), or "" if there is none.
+	modulePath := func(dir string) string {
+		data, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(dir), "go.mod"))
+		if err != nil {
+			return ""
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if p, ok := strings.CutPrefix(line, "module "); ok {
+				return strings.TrimSpace(p)
+			}
+		}
+		return ""
+	}
+	root := modulePath(".")
+	dirOf := func(path string) string {
+		if path == root {
+			return "."
+		}
+		return strings.TrimPrefix(path, root+"/")
+	}
+
+	gets, required, replaced := 0, map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(install, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "go" && f[1] == "get":
+			path, version, _ := strings.Cut(f[2], "@")
+			if got := modulePath(dirOf(path)); got != path {
+				t.Errorf("README: go get %s: no module %s in the repository (found %q)", f[2], path, got)
+			}
+			if version != "v0.1.0" {
+				t.Errorf("README: go get %s, want the version v0.1.0 the other lines use", f[2])
+			}
+			gets++
+		case len(f) == 2 && strings.HasPrefix(f[0], root) && f[1] == "v0.0.0":
+			required[f[0]] = true
+		case len(f) == 3 && strings.HasPrefix(f[0], root) && f[1] == "=>":
+			replaced[f[0]] = true
+			dir, ok := strings.CutPrefix(f[2], "../tollgate")
+			dir = strings.TrimPrefix(dir, "/")
+			if dir == "" {
+				dir = "."
+			}
+			if got := modulePath(dir); !ok || got != f[0] {
+				t.Errorf("README: replace %s => %s: that directory of the clone holds module %q", f[0], f[2], got)
+			}
+		}
+	}
+	if gets == 0 || len(required) == 0 {
+		t.Fatalf("README's Install section: found %d go get lines and %d requires, want some of each", gets, len(required))
+	}
+	if !required[root] {
+		t.Errorf("README's Install section does not require the root module %s, which the replace lines need", root)
+	}
+	for p := range required {
+		if !replaced[p] {
+			t.Errorf("README: require %s without a replace line", p)
+		}
+	}
+	for p := range replaced {
+		if !required[p] {
+			t.Errorf("README: replace %s without a require line", p)
+		}
 	}
 }

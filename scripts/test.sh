@@ -3,7 +3,12 @@
 # `go test -race -shuffle=on` in each module with GOWORK=off (as a user's
 # build sees it: a missing require or replace fails here). Redis tests get a
 # real redis-server and a 3-master Redis Cluster on free loopback ports,
-# installed with apt-get when missing and stopped on exit.
+# installed with apt-get when missing and stopped on exit. Then the release,
+# rehearsed: scripts/release.sh --dry-run (see its header) tags the working
+# tree in a temporary clone, serves the tags as a file-based module proxy,
+# and a fresh module outside the repository go gets every released module
+# through it, with no replace, and serves requests through each adapter and
+# the Redis store.
 #
 #   ./scripts/test.sh            all modules
 #   ./scripts/test.sh core/...   extra args go to `go test` instead of ./...
@@ -112,6 +117,23 @@ for m in $modules; do
   go test -race -shuffle=on -timeout 20m "${pkgs[@]}" || failed+=("$m (test)")
 done
 cd "$root"
+
+# Bounded: about 30 s once the build cache holds the fresh module's
+# dependencies; the first run on a machine compiles gin, echo, fiber and
+# go-redis for it (about 3 minutes on 2 busy cores), later runs reuse them.
+release_version=v0.1.0-dryrun release_timeout=300
+echo "== release dry run: scripts/release.sh --dry-run --worktree $release_version"
+rc=0
+timeout "$release_timeout" ./scripts/release.sh --dry-run --worktree "$release_version" || rc=$?
+if [ "$rc" -eq 124 ]; then
+  echo "release dry run timed out after ${release_timeout}s (its last line above says where)"
+  failed+=("release dry run (timeout)")
+elif [ "$rc" -ne 0 ]; then
+  echo "release dry run failed: a fresh module cannot go get and use the modules as tagged (see above);"
+  echo "rerun it alone: scripts/release.sh --dry-run --worktree $release_version"
+  failed+=("release dry run")
+fi
+
 if [ ${#failed[@]} -ne 0 ]; then
   echo "FAILED: ${failed[*]}"
   exit 1

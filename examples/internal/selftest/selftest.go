@@ -4,6 +4,7 @@
 package selftest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -180,4 +182,47 @@ func Quickstart(c *Client) error {
 		return err
 	}
 	return r.WantHeader("RateLimit", `"10-per-1s";r=0;`)
+}
+
+// RedisDown checks a quickstart server on Redis whose Redis refuses
+// connections: the app-wide limit still holds, on the in-memory fallback
+// and a quarter of each limit (core.FleetSize(4): 10 per second becomes
+// 2), and POST /search, whose limiter fails closed, answers 503 without
+// the store's error.
+func RedisDown(c *Client) error {
+	r, err := c.Expect(http.StatusOK, "GET", "/hello", "")
+	if err != nil {
+		return err
+	}
+	if err := r.WantHeader("RateLimit", `"10-per-1s";r=1;`); err != nil {
+		return err
+	}
+	if r, err = c.Expect(http.StatusServiceUnavailable, "POST", "/search", ""); err != nil {
+		return err
+	}
+	if strings.Contains(r.Body, "127.0.0.1:1") || strings.Contains(r.Body, "refused") {
+		return fmt.Errorf("POST /search: the 503 body leaks the store's error: %q", r.Body)
+	}
+	_, err = c.Burst(20, "GET", "/hello", "")
+	return err
+}
+
+// A Log is a buffer for a logger that the server under test writes from
+// its goroutines: safe for concurrent use.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what has been written.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tollgate/tollgate/examples/internal/selftest"
+)
+
+// selfTest checks the app on the Redis at redisAddr, under a fresh key
+// prefix, then on a Redis that is down.
+func selfTest(redisAddr string) error {
+	if err := selfTestUp(redisAddr); err != nil {
+		return err
+	}
+	return selfTestDown()
+}
+
+// selfTestUp serves the app on the Redis at redisAddr and checks its
+// limits as the quickstarts' are checked; no store failure may be logged.
+func selfTestUp(redisAddr string) error {
+	gin.SetMode(gin.ReleaseMode) // no route listing
+	rdb := newClient(redisAddr)
+	defer rdb.Close()
+	var seed [6]byte
+	_, _ = rand.Read(seed[:])
+	var logs selftest.Log
+	r, closeStores, err := newApp(rdb, "tollgate-example:"+hex.EncodeToString(seed[:])+":", log.New(&logs, "", 0))
+	if err != nil {
+		return err
+	}
+	defer closeStores()
+	if err := selftest.ServeHTTP(r, selftest.Quickstart); err != nil {
+		return fmt.Errorf("on the Redis at %s: %w (store log: %q)", redisAddr, err, logs.String())
+	}
+	if logs.String() != "" {
+		return fmt.Errorf("on the Redis at %s: store failures: %s", redisAddr, logs.String())
+	}
+	return nil
+}
+
+// selfTestDown serves the app on a Redis that refuses connections and
+// checks it with selftest.RedisDown; the failures must be logged.
+func selfTestDown() error {
+	gin.SetMode(gin.ReleaseMode)
+	rdb := newClient("127.0.0.1:1") // nothing listens on port 1
+	defer rdb.Close()
+	var logs selftest.Log
+	r, closeStores, err := newApp(rdb, "tollgate-example:", log.New(&logs, "", 0))
+	if err != nil {
+		return err
+	}
+	defer closeStores()
+	if err := selftest.ServeHTTP(r, selftest.RedisDown); err != nil {
+		return fmt.Errorf("with Redis down: %w", err)
+	}
+	if !strings.Contains(logs.String(), "rate limiter store failed") {
+		return errors.New("with Redis down: no store failure was logged")
+	}
+	return nil
+}
