@@ -100,11 +100,15 @@ const (
 	// because the Limiter's store failed: its numbers are the fallback
 	// store's, under the limits the policy gave it (see Fallback).
 	FromFallback
+	// FromDenyCache is a denial of the Limiter's store remembered by its
+	// deny cache (WithDenyCache), its times less the time since.
+	FromDenyCache
 )
 
-var sourceNames = [...]string{FromStore: "store", FromFailOpen: "fail-open", FromFallback: "fallback"}
+var sourceNames = [...]string{FromStore: "store", FromFailOpen: "fail-open", FromFallback: "fallback", FromDenyCache: "deny-cache"}
 
-// String returns the source's name: "store", "fail-open" or "fallback".
+// String returns the source's name: "store", "fail-open", "fallback" or
+// "deny-cache".
 func (s Source) String() string {
 	if int(s) < len(sourceNames) {
 		return sourceNames[s]

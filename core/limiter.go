@@ -35,6 +35,8 @@ type Limiter struct {
 	hook        func(ctx context.Context, key string, err error)
 	breakerConf Breaker
 	breakers    *breakers // nil: off, or InProcess
+
+	deny *denyCache // WithDenyCache; nil: off
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -136,6 +138,9 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 	}
 	if !l.inProcess && !l.breakerConf.Disabled {
 		l.breakers = newBreakers(l.breakerConf, l.timeout, store, nil)
+	}
+	if l.deny != nil {
+		l.deny.grace = l.timeout
 	}
 	return l, nil
 }
@@ -263,15 +268,23 @@ func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int
 }
 
 func (l *Limiter) op(ctx context.Context, op engine.Op) (Decision, error) {
-	key, cost := op.Key, op.Cost
 	limits, plan := l.limits, l.plan
 	if l.limitsFn != nil {
 		var err error
-		if limits, plan, err = l.planFor(ctx, key); err != nil {
+		if limits, plan, err = l.planFor(ctx, op.Key); err != nil {
 			return Decision{}, err
 		}
 	}
 	op.Plan = plan
+	if l.deny != nil {
+		return l.cached(ctx, op, limits)
+	}
+	return l.apply(ctx, op, limits)
+}
+
+// apply applies op, whose plan is that of limits, with the Limiter's clock,
+// through the failure policy unless the store is InProcess.
+func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit) (Decision, error) {
 	if l.clock != nil {
 		op.Now = l.clock.Now().UnixMicro()
 	}
@@ -285,5 +298,5 @@ func (l *Limiter) op(ctx context.Context, op engine.Op) (Decision, error) {
 		}
 		return Decision{}, err
 	}
-	return decision(limits, cost, &res), nil
+	return decision(limits, op.Cost, &res), nil
 }
