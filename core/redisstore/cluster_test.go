@@ -18,7 +18,8 @@ import (
 )
 
 // TestCluster decides on a 3-master Redis Cluster for many keys, with
-// several limits (and so several Redis keys, logs included) per decision,
+// several limits (and so several Redis keys, logs included, a Concurrency
+// limit's acquired and released) per decision,
 // keys with braces among them: no CROSSSLOT error, the keys spread over
 // every master, and every decision equals memstore's.
 func TestCluster(t *testing.T) {
@@ -38,6 +39,7 @@ func TestCluster(t *testing.T) {
 				core.PerSecond(5).WithAlgorithm(core.GCRA),
 				core.PerMinute(8).WithAlgorithm(core.SlidingLog),
 				core.PerMinute(12).WithAlgorithm(core.BucketedWindow).WithPrecision(10 * time.Second),
+				core.InFlight(4, time.Minute),
 			}
 			noLogs := []core.Limit{core.PerSecond(5).WithAlgorithm(core.TokenBucket), core.PerMinute(8), core.PerHour(12).WithAlgorithm(core.FixedWindow)}
 			keys := make([]string, 240)
@@ -57,9 +59,13 @@ func TestCluster(t *testing.T) {
 						if i%2 == 1 {
 							limits = noLogs
 						}
+						var lease int64 // of the first Take, released by the fifth op
 						for j := range 6 {
 							op := engine.Op{Plan: planOf("", limits...), Key: keys[i], Cost: 1, Now: (now.Add(time.Duration(j) * 100 * time.Millisecond)).UnixMicro()}
-							if j == 5 {
+							switch {
+							case j == 4 && lease != 0:
+								op.Kind, op.Cost, op.Lease = engine.Release, 0, lease
+							case j == 5:
 								op.Kind = engine.Refund
 							}
 							got, err := s.Apply(context.Background(), op)
@@ -75,6 +81,9 @@ func TestCluster(t *testing.T) {
 									t.Errorf("Apply(%q) op %d on the cluster = %+v, memstore %+v", keys[i], j, got, want)
 								}
 								return
+							}
+							if j == 0 {
+								lease = got.Lease
 							}
 						}
 					}

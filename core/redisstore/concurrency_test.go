@@ -1,0 +1,231 @@
+package redisstore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// The child processes of the tests below run TestConcurrencyChild with
+// these variables set.
+const (
+	concModeEnv   = "TOLLGATE_TEST_CONC_MODE" // "hold" or "kill"
+	concKeyEnv    = "TOLLGATE_TEST_CONC_KEY"
+	concPrefixEnv = "TOLLGATE_TEST_CONC_PREFIX"
+)
+
+const concSlots = 5
+
+// concLimits are the limits of TestConcurrencyAcrossProcesses: 5 in flight,
+// and a rate that never binds, in one decision.
+var concLimits = []core.Limit{core.InFlight(concSlots, 10*time.Second), core.PerSecond(1_000_000)}
+
+// inFlightScript counts an acquisition observed inside the "handler": the
+// holders in flight, whose peak it keeps; it returns the new count.
+var inFlightScript = redis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
+return n`)
+
+// Processes (this test binary again, 3 of them, 16 goroutines each)
+// acquire one unit of a key limited to 5 in flight, count themselves in
+// flight in Redis while they hold it, and release it: the count never
+// passes 5, and reaches it.
+func TestConcurrencyAcrossProcesses(t *testing.T) {
+	addr := env(t, "TOLLGATE_REDIS_ADDR")
+	prefix, key := testPrefix(), "conc"
+	c := newClient(t)
+	t.Cleanup(func() { deleteKeys(c, prefix) })
+	const procs = 3
+	outs := make([]strings.Builder, procs)
+	cmds := make([]*exec.Cmd, procs)
+	for i := range cmds {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestConcurrencyChild$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "TOLLGATE_REDIS_ADDR="+addr, concModeEnv+"=hold", concKeyEnv+"="+key, concPrefixEnv+"="+prefix)
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	acquired := 0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v\n%s", i, err, outs[i].String())
+		}
+		var n int
+		for _, line := range strings.Split(outs[i].String(), "\n") {
+			if _, err := fmt.Sscanf(strings.TrimSpace(line), "acquired=%d", &n); err == nil {
+				break
+			}
+		}
+		acquired += n
+	}
+	ctx := context.Background()
+	peak, err := c.Get(ctx, prefix+"peak").Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := c.Get(ctx, prefix+"inflight").Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d processes × 16 goroutines acquired %d times; at most %d in flight at once", procs, acquired, peak)
+	if peak > concSlots || now != 0 {
+		t.Fatalf("%d held at once (want at most %d), %d still counted at the end", peak, concSlots, now)
+	}
+	if peak < concSlots || acquired < 100 {
+		t.Fatalf("peak %d, %d acquisitions: the load never filled the limit, so tested nothing", peak, acquired)
+	}
+	// Every unit was released: the whole limit is free.
+	s := newStore(t, c, WithPrefix(prefix))
+	lim, err := core.New(s, append(limitOptions(concLimits), core.WithName("conc"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := lim.Peek(ctx, key); err != nil || d.States[0].Remaining != concSlots {
+		t.Fatalf("after every holder released: %+v, %v; want %d free", d, err, concSlots)
+	}
+}
+
+// limitOptions returns limits as Options.
+func limitOptions(limits []core.Limit) []core.Option {
+	opts := make([]core.Option, len(limits))
+	for i, l := range limits {
+		opts[i] = l
+	}
+	return opts
+}
+
+// A holder that dies (SIGKILL) without releasing holds its units until
+// its lease runs out, and not longer: the denial's RetryAfter says when.
+func TestKilledHolderFreesItsUnitsAfterTheLease(t *testing.T) {
+	addr := env(t, "TOLLGATE_REDIS_ADDR")
+	prefix, key := testPrefix(), "killed"
+	c := newClient(t)
+	t.Cleanup(func() { deleteKeys(c, prefix) })
+	cmd := exec.Command(os.Args[0], "-test.run=^TestConcurrencyChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "TOLLGATE_REDIS_ADDR="+addr, concModeEnv+"=kill", concKeyEnv+"="+key, concPrefixEnv+"="+prefix)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	held := false
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "held" {
+			held = true
+			break
+		}
+	}
+	if !held {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the holder never said it held its units")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	s := newStore(t, c, WithPrefix(prefix))
+	lim, err := core.New(s, core.InFlight(2, killLease), core.WithName("killed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d, err := lim.Allow(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > killLease {
+		t.Fatalf("right after the holder died: %+v; want denied until its lease runs out, within %v", d, killLease)
+	}
+	time.Sleep(d.RetryAfter + 20*time.Millisecond)
+	if d, err := lim.AllowN(ctx, key, 2); err != nil || !d.Allowed {
+		t.Fatalf("after the lease: %+v, %v; want both units free", d, err)
+	}
+}
+
+const killLease = 700 * time.Millisecond
+
+// TestConcurrencyChild is one process of the tests above; it does nothing
+// unless started by one.
+func TestConcurrencyChild(t *testing.T) {
+	mode, key := os.Getenv(concModeEnv), os.Getenv(concKeyEnv)
+	if mode == "" {
+		t.Skip("run by TestConcurrencyAcrossProcesses and TestKilledHolderFreesItsUnitsAfterTheLease")
+	}
+	prefix := os.Getenv(concPrefixEnv)
+	c := newClient(t)
+	s, err := New(c, WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if mode == "kill" {
+		lim, err := core.New(s, core.InFlight(2, killLease), core.WithName("killed"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := lim.AllowN(ctx, key, 2); err != nil || !d.Allowed {
+			t.Fatalf("AllowN(2): %+v, %v", d, err)
+		}
+		fmt.Println("held")
+		time.Sleep(time.Minute) // until killed
+		return
+	}
+	lim, err := core.New(s, append(limitOptions(concLimits), core.WithName("conc"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acquired atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(time.Second)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				d, err := lim.Allow(ctx, key)
+				if err != nil {
+					t.Errorf("Allow: %v", err)
+					return
+				}
+				if !d.Allowed {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				acquired.Add(1)
+				if err := inFlightScript.Run(ctx, c, []string{prefix + "inflight", prefix + "peak"}).Err(); err != nil {
+					t.Errorf("counting in: %v", err)
+				}
+				time.Sleep(2 * time.Millisecond) // the handler's work
+				if err := c.Decr(ctx, prefix+"inflight").Err(); err != nil {
+					t.Errorf("counting out: %v", err)
+				}
+				if _, err := lim.Release(ctx, key, d.Lease); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("acquired=%s\n", strconv.FormatInt(acquired.Load(), 10))
+}
