@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-chi/chi/v5"
@@ -134,6 +135,20 @@ func Example_install() {
 	r.GET("/hello", func(c *gin.Context) { c.String(http.StatusOK, "hello\n") })
 	log.Fatal(r.Run("127.0.0.1:8080"))
 	// README: end
+}
+
+func Example_inFlight() {
+	store := memstore.New()
+	var ctx context.Context
+	var key string
+	// README: in flight
+	lim, err := core.New(store, core.PerSecond(10), core.InFlight(3, time.Minute)) // 10/s and 3 at a time
+	d, err := lim.Allow(ctx, key)
+	if d.Allowed {
+		defer lim.Release(ctx, key, d.Lease) // idempotent; a lease is never issued twice on a key
+	}
+	// README: end
+	_ = err
 }
 
 // TestREADMEShowsTheseSnippets checks that every snippet between the
