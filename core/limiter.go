@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/internal/ratelog"
 )
 
 // A Limiter applies a set of limits, kept in a Store, to keys. It is safe
@@ -35,6 +36,10 @@ type Limiter struct {
 	hook        func(ctx context.Context, key string, err error)
 	breakerConf Breaker
 	breakers    *breakers // nil: off, or InProcess
+
+	// Observation (observer.go, log.go).
+	obs Observer        // nil: none
+	log *ratelog.Logger // never nil
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -100,7 +105,7 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: New: nil store", ErrInvalidOption)
 	}
 	_, inProcess := store.(InProcess)
-	l := &Limiter{store: store, inProcess: inProcess, timeout: DefaultTimeout}
+	l := &Limiter{store: store, inProcess: inProcess, timeout: DefaultTimeout, log: ratelog.New(nil)}
 	for _, o := range opts {
 		if o == nil {
 			continue // a nil Option adds nothing: New(store, lim, maybe) with maybe unset
@@ -135,7 +140,7 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 		}
 	}
 	if !l.inProcess && !l.breakerConf.Disabled {
-		l.breakers = newBreakers(l.breakerConf, l.timeout, store, nil)
+		l.breakers = newBreakers(l.breakerConf, l.timeout, store, l.breakerChanged)
 	}
 	return l, nil
 }
@@ -249,6 +254,16 @@ func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
 }
 
 func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int64) (Decision, error) {
+	if l.obs != nil {
+		return l.observe(ctx, kind, key, cost)
+	}
+	return l.decide(ctx, kind, key, cost, nil)
+}
+
+// decide runs the operation; o, when not nil, is the operation's
+// Observation, whose Latency, Err and Policy (when no Decision is made)
+// it fills in.
+func (l *Limiter) decide(ctx context.Context, kind engine.Kind, key string, cost int64, o *Observation) (Decision, error) {
 	limits, plan := l.limits, l.plan
 	if l.limitsFn != nil {
 		var err error
@@ -260,13 +275,23 @@ func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int
 	if l.clock != nil {
 		op.Now = l.clock.Now().UnixMicro()
 	}
+	if o != nil && len(limits) > 0 {
+		o.Policy = limitName(&limits[0])
+	}
 	if !l.inProcess {
-		return l.remote(ctx, op, limits)
+		return l.remote(ctx, op, limits, o)
+	}
+	var start time.Time
+	if o != nil {
+		start = time.Now()
 	}
 	res, err := l.store.Apply(ctx, op)
+	if o != nil {
+		o.Latency = time.Since(start)
+	}
 	if err != nil {
 		if isFailure(ctx, err) {
-			return l.fail(ctx, op, limits, err)
+			return l.fail(ctx, op, limits, err, o)
 		}
 		return Decision{}, err
 	}
