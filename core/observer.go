@@ -59,8 +59,9 @@ type Observation struct {
 	// (Decision.Delay); 0 otherwise.
 	Wait time.Duration
 	// Latency is how long the call to the Limiter's store took, failed
-	// calls included; 0 when no call was made (invalid input, a call
-	// skipped by the open circuit breaker).
+	// calls included (stores validate the operation: an invalid cost is a
+	// call); 0 when no call was made (a call skipped by the open circuit
+	// breaker, an invalid limit from WithLimitsFunc).
 	Latency time.Duration
 	// Decision is the operation's Decision; the zero Decision when the
 	// operation returned an error.
