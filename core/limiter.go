@@ -210,7 +210,7 @@ func (l *Limiter) Limits(ctx context.Context, key string) []Limit {
 
 // Allow is shorthand for AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, engine.Take, key, 1)
+	return l.do(ctx, engine.Take, key, 1, nil)
 }
 
 // AllowN takes cost units from every limit of key if all of them admit it,
@@ -218,19 +218,19 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // RetryAfter Never. Being denied is not an error; an error means invalid
 // input (a negative cost, an empty key) or a failing store.
 func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, engine.Take, key, cost)
+	return l.do(ctx, engine.Take, key, cost, nil)
 }
 
 // Peek reports the state of key's limits without changing it: Allowed is
 // false only while usage exceeds a quota, after a Charge.
 // It is shorthand for PeekN(ctx, key, 0).
 func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, engine.Peek, key, 0)
+	return l.do(ctx, engine.Peek, key, 0, nil)
 }
 
 // PeekN reports what AllowN(ctx, key, cost) would decide, changing nothing.
 func (l *Limiter) PeekN(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, engine.Peek, key, cost)
+	return l.do(ctx, engine.Peek, key, cost, nil)
 }
 
 // Charge adds cost to every limit of key unconditionally: the post-hoc part
@@ -238,32 +238,28 @@ func (l *Limiter) PeekN(ctx context.Context, key string, cost int64) (Decision, 
 // (up to DebtFactor times the capacity), so later requests wait. The
 // Decision reports the state after the charge, as Peek would.
 func (l *Limiter) Charge(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, engine.Charge, key, cost)
+	return l.do(ctx, engine.Charge, key, cost, nil)
 }
 
 // Refund gives cost back to every limit of key, never below zero usage: the
 // unused part of an estimate, or a failed request. The Decision reports the
 // state after the refund, as Peek would.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, engine.Refund, key, cost)
+	return l.do(ctx, engine.Refund, key, cost, nil)
 }
 
 // Reset forgets key: every limit is fully replenished.
 func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, engine.Reset, key, 0)
+	return l.do(ctx, engine.Reset, key, 0, nil)
 }
 
-func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int64) (Decision, error) {
-	if l.obs != nil {
+// do runs an operation. o is nil, or the operation's Observation when the
+// Limiter has observers (observe calls do with it), whose Latency, Err and
+// Policy (when no Decision is made) do fills in.
+func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int64, o *Observation) (Decision, error) {
+	if o == nil && l.obs != nil {
 		return l.observe(ctx, kind, key, cost)
 	}
-	return l.decide(ctx, kind, key, cost, nil)
-}
-
-// decide runs the operation; o, when not nil, is the operation's
-// Observation, whose Latency, Err and Policy (when no Decision is made)
-// it fills in.
-func (l *Limiter) decide(ctx context.Context, kind engine.Kind, key string, cost int64, o *Observation) (Decision, error) {
 	limits, plan := l.limits, l.plan
 	if l.limitsFn != nil {
 		var err error

@@ -16,7 +16,7 @@ var observations = sync.Pool{New: func() any { return new(Observation) }}
 func (l *Limiter) observe(ctx context.Context, kind engine.Kind, key string, cost int64) (Decision, error) {
 	o := observations.Get().(*Observation)
 	o.Limiter, o.Operation, o.Key, o.Cost = l.scope, Operation(kind), key, cost
-	d, err := l.decide(ctx, kind, key, cost, o)
+	d, err := l.do(ctx, kind, key, cost, o)
 	o.Decision = d
 	if err == nil {
 		o.Wait = d.Delay
