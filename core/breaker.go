@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -133,7 +134,7 @@ type breaker struct {
 	conf     Breaker // defaults filled in
 	slice    int64   // ns per slice of the window
 	base     time.Time
-	onChange func(from, to BreakerState, cause error) // nil: nobody listens
+	onChange func(ctx context.Context, from, to BreakerState, cause error) // nil: nobody listens
 
 	state     atomic.Uint32 // BreakerState
 	openUntil atomic.Int64  // while open or half-open: when the next probe may start
@@ -152,7 +153,7 @@ type windowSlice struct {
 
 // newBreaker returns the breaker of conf, whose MinOutage defaults to three
 // timeouts.
-func newBreaker(conf Breaker, timeout time.Duration, onChange func(from, to BreakerState, cause error)) *breaker {
+func newBreaker(conf Breaker, timeout time.Duration, onChange func(ctx context.Context, from, to BreakerState, cause error)) *breaker {
 	if conf.Consecutive == 0 {
 		conf.Consecutive = DefaultBreakerConsecutive
 	}
@@ -181,8 +182,9 @@ func newBreaker(conf Breaker, timeout time.Duration, onChange func(from, to Brea
 func (b *breaker) now() int64 { return int64(time.Since(b.base)) + 1 }
 
 // allow reports whether a call may go to the store: the breaker is closed,
-// or this call is the probe of an open one.
-func (b *breaker) allow(now int64) bool {
+// or this call is the probe of an open one. ctx is the call's, for
+// onChange.
+func (b *breaker) allow(ctx context.Context, now int64) bool {
 	if BreakerState(b.state.Load()) == BreakerClosed {
 		return true
 	}
@@ -193,13 +195,13 @@ func (b *breaker) allow(now int64) bool {
 	// This call probes. If it never reports (a panic), another probe goes
 	// a cool-down later.
 	if b.state.CompareAndSwap(uint32(BreakerOpen), uint32(BreakerHalfOpen)) {
-		b.changed(BreakerOpen, BreakerHalfOpen, nil)
+		b.changed(ctx, BreakerOpen, BreakerHalfOpen, nil)
 	}
 	return true
 }
 
 // success records a call that the store answered.
-func (b *breaker) success(now int64) {
+func (b *breaker) success(ctx context.Context, now int64) {
 	b.count(now, false)
 	if b.run.Load() != 0 {
 		b.run.Store(0)
@@ -213,13 +215,13 @@ func (b *breaker) success(now int64) {
 		}
 		b.mu.Unlock()
 		if from != BreakerClosed {
-			b.changed(from, BreakerClosed, nil)
+			b.changed(ctx, from, BreakerClosed, nil)
 		}
 	}
 }
 
 // failure records a call, started at start, that failed with err.
-func (b *breaker) failure(start, now int64, err error) {
+func (b *breaker) failure(ctx context.Context, start, now int64, err error) {
 	b.count(now, true)
 	b.mu.Lock()
 	from := BreakerState(b.state.Load())
@@ -247,9 +249,9 @@ func (b *breaker) failure(start, now int64, err error) {
 	b.mu.Unlock()
 	switch {
 	case open:
-		b.changed(BreakerClosed, BreakerOpen, err)
+		b.changed(ctx, BreakerClosed, BreakerOpen, err)
 	case from == BreakerHalfOpen:
-		b.changed(BreakerHalfOpen, BreakerOpen, err)
+		b.changed(ctx, BreakerHalfOpen, BreakerOpen, err)
 	}
 }
 
@@ -294,9 +296,9 @@ func (b *breaker) reset() {
 	}
 }
 
-func (b *breaker) changed(from, to BreakerState, cause error) {
+func (b *breaker) changed(ctx context.Context, from, to BreakerState, cause error) {
 	if b.onChange != nil {
-		b.onChange(from, to, cause)
+		b.onChange(ctx, from, to, cause)
 	}
 }
 
@@ -326,7 +328,7 @@ type Partitioned interface {
 type breakers struct {
 	conf     Breaker
 	timeout  time.Duration
-	onChange func(part string, from, to BreakerState, cause error)
+	onChange func(ctx context.Context, part string, from, to BreakerState, cause error)
 	parts    Partitioned // nil: one breaker
 	whole    *breaker    // the breaker of part "" (all of a store that is not Partitioned)
 
@@ -334,7 +336,7 @@ type breakers struct {
 	byPart atomic.Pointer[map[string]*breaker] // copied on write: parts are few and stable
 }
 
-func newBreakers(conf Breaker, timeout time.Duration, store Store, onChange func(part string, from, to BreakerState, cause error)) *breakers {
+func newBreakers(conf Breaker, timeout time.Duration, store Store, onChange func(ctx context.Context, part string, from, to BreakerState, cause error)) *breakers {
 	bs := &breakers{conf: conf, timeout: timeout, onChange: onChange}
 	bs.parts, _ = store.(Partitioned)
 	bs.whole = bs.make("")
@@ -342,9 +344,9 @@ func newBreakers(conf Breaker, timeout time.Duration, store Store, onChange func
 }
 
 func (bs *breakers) make(part string) *breaker {
-	var fn func(from, to BreakerState, cause error)
+	var fn func(ctx context.Context, from, to BreakerState, cause error)
 	if bs.onChange != nil {
-		fn = func(from, to BreakerState, cause error) { bs.onChange(part, from, to, cause) }
+		fn = func(ctx context.Context, from, to BreakerState, cause error) { bs.onChange(ctx, part, from, to, cause) }
 	}
 	return newBreaker(bs.conf, bs.timeout, fn)
 }

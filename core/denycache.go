@@ -264,13 +264,13 @@ func (d Decision) aged(elapsed time.Duration) Decision {
 
 // cached applies op through the deny cache: a remembered denial answers
 // a Take or a Peek; an operation that changes the key's state forgets it.
-func (l *Limiter) cached(ctx context.Context, op engine.Op, limits []Limit) (Decision, error) {
+func (l *Limiter) cached(ctx context.Context, op engine.Op, limits []Limit, o *Observation) (Decision, error) {
 	if op.Kind == engine.Take || op.Kind == engine.Peek {
 		if d, ok := l.deny.get(op.Key, op.Plan, op.Cost, l.deny.now(l.clock)); ok {
 			return d, nil
 		}
 	}
-	d, err := l.apply(ctx, op, limits)
+	d, err := l.apply(ctx, op, limits, o)
 	switch {
 	case err != nil || d.Source != FromStore:
 		l.deny.forget(op.Key) // let the next caller ask

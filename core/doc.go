@@ -52,5 +52,24 @@
 // a FailurePolicy answers, and a circuit Breaker keeps a dead store from
 // costing a timeout per call.
 //
+// # Operating it
+//
+// A Limiter logs, through log/slog (slog.Default() unless WithLogger says
+// otherwise), what an operator must know: a store failure, the first of a
+// burst at once and then, while the burst lasts, a line a second that
+// counts the rest, per cause (the error at the root of the chain, such as
+// "dial tcp 10.0.0.7:6379: connect: connection refused", never the key);
+// its circuit breakers opening (error level) and closing (info). Stores
+// log their own: memstore its lossy evictions, redisstore the failures its
+// workers see after the caller gave up.
+//
+// An Observer (WithObserver) sees every decision (limiter, operation,
+// policy, outcome, cost, wait, store latency, error) and every event
+// (breaker transitions, and through the stores' own options evictions, key
+// counts, Redis script loads, compensations, redirects, topology reloads):
+// the modules promlimit and otellimit turn them into Prometheus and
+// OpenTelemetry metrics and spans. Without an observer a decision costs a
+// nil check more; with one, no allocation.
+//
 // Every method of a Limiter is safe for concurrent use.
 package core

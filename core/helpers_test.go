@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -94,3 +95,6 @@ func queued(rem int64, reset, delay time.Duration) result {
 func denied(rem int64, reset, retry time.Duration) result {
 	return result{Remaining: rem, ResetAfter: reset, RetryAfter: retry}
 }
+
+// discard returns a logger that writes nothing.
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

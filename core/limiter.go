@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/internal/ratelog"
 )
 
 // A Limiter applies a set of limits, kept in a Store, to keys. It is safe
@@ -35,6 +36,10 @@ type Limiter struct {
 	hook        func(ctx context.Context, key string, err error)
 	breakerConf Breaker
 	breakers    *breakers // nil: off, or InProcess
+
+	// Observation (observer.go, log.go).
+	obs Observer        // nil: none
+	log *ratelog.Logger // never nil
 
 	deny *denyCache // WithDenyCache; nil: off
 }
@@ -102,7 +107,7 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: New: nil store", ErrInvalidOption)
 	}
 	_, inProcess := store.(InProcess)
-	l := &Limiter{store: store, inProcess: inProcess, timeout: DefaultTimeout}
+	l := &Limiter{store: store, inProcess: inProcess, timeout: DefaultTimeout, log: ratelog.New(nil)}
 	for _, o := range opts {
 		if o == nil {
 			continue // a nil Option adds nothing: New(store, lim, maybe) with maybe unset
@@ -137,7 +142,7 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 		}
 	}
 	if !l.inProcess && !l.breakerConf.Disabled {
-		l.breakers = newBreakers(l.breakerConf, l.timeout, store, nil)
+		l.breakers = newBreakers(l.breakerConf, l.timeout, store, l.breakerChanged)
 	}
 	if l.deny != nil {
 		l.deny.grace = l.timeout
@@ -210,7 +215,7 @@ func (l *Limiter) Limits(ctx context.Context, key string) []Limit {
 
 // Allow is shorthand for AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, engine.Take, key, 1)
+	return l.do(ctx, engine.Take, key, 1, nil)
 }
 
 // AllowN takes cost units from every limit of key if all of them admit it,
@@ -218,19 +223,19 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // RetryAfter Never. Being denied is not an error; an error means invalid
 // input (a negative cost, an empty key) or a failing store.
 func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, engine.Take, key, cost)
+	return l.do(ctx, engine.Take, key, cost, nil)
 }
 
 // Peek reports the state of key's limits without changing it: Allowed is
 // false only while usage exceeds a quota, after a Charge.
 // It is shorthand for PeekN(ctx, key, 0).
 func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, engine.Peek, key, 0)
+	return l.do(ctx, engine.Peek, key, 0, nil)
 }
 
 // PeekN reports what AllowN(ctx, key, cost) would decide, changing nothing.
 func (l *Limiter) PeekN(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, engine.Peek, key, cost)
+	return l.do(ctx, engine.Peek, key, cost, nil)
 }
 
 // Charge adds cost to every limit of key unconditionally: the post-hoc part
@@ -238,19 +243,19 @@ func (l *Limiter) PeekN(ctx context.Context, key string, cost int64) (Decision, 
 // (up to DebtFactor times the capacity), so later requests wait. The
 // Decision reports the state after the charge, as Peek would.
 func (l *Limiter) Charge(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, engine.Charge, key, cost)
+	return l.do(ctx, engine.Charge, key, cost, nil)
 }
 
 // Refund gives cost back to every limit of key, never below zero usage: the
 // unused part of an estimate, or a failed request. The Decision reports the
 // state after the refund, as Peek would.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int64) (Decision, error) {
-	return l.do(ctx, engine.Refund, key, cost)
+	return l.do(ctx, engine.Refund, key, cost, nil)
 }
 
 // Reset forgets key: every limit is fully replenished.
 func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
-	return l.do(ctx, engine.Reset, key, 0)
+	return l.do(ctx, engine.Reset, key, 0, nil)
 }
 
 // Release ends the acquisition lease of key on its Concurrency limits (the
@@ -260,14 +265,20 @@ func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
 // release, as Peek would. A lease of 0 or less is an error wrapping
 // ErrInvalidOp.
 func (l *Limiter) Release(ctx context.Context, key string, lease int64) (Decision, error) {
-	return l.op(ctx, engine.Op{Key: key, Kind: engine.Release, Lease: lease})
+	return l.op(ctx, engine.Op{Key: key, Kind: engine.Release, Lease: lease}, nil)
 }
 
-func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int64) (Decision, error) {
-	return l.op(ctx, engine.Op{Key: key, Kind: kind, Cost: cost})
+func (l *Limiter) do(ctx context.Context, kind engine.Kind, key string, cost int64, o *Observation) (Decision, error) {
+	return l.op(ctx, engine.Op{Key: key, Kind: kind, Cost: cost}, o)
 }
 
-func (l *Limiter) op(ctx context.Context, op engine.Op) (Decision, error) {
+// op runs an operation. o is nil, or the operation's Observation when the
+// Limiter has observers (observe calls op with it), whose Latency, Err and
+// Policy (when no Decision is made) op fills in.
+func (l *Limiter) op(ctx context.Context, op engine.Op, o *Observation) (Decision, error) {
+	if o == nil && l.obs != nil {
+		return l.observe(ctx, op)
+	}
 	limits, plan := l.limits, l.plan
 	if l.limitsFn != nil {
 		var err error
@@ -276,25 +287,35 @@ func (l *Limiter) op(ctx context.Context, op engine.Op) (Decision, error) {
 		}
 	}
 	op.Plan = plan
-	if l.deny != nil {
-		return l.cached(ctx, op, limits)
+	if o != nil && len(limits) > 0 {
+		o.Policy = limitName(&limits[0])
 	}
-	return l.apply(ctx, op, limits)
+	if l.deny != nil {
+		return l.cached(ctx, op, limits, o)
+	}
+	return l.apply(ctx, op, limits, o)
 }
 
 // apply applies op, whose plan is that of limits, with the Limiter's clock,
 // through the failure policy unless the store is InProcess.
-func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit) (Decision, error) {
+func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit, o *Observation) (Decision, error) {
 	if l.clock != nil {
 		op.Now = l.clock.Now().UnixMicro()
 	}
 	if !l.inProcess {
-		return l.remote(ctx, op, limits)
+		return l.remote(ctx, op, limits, o)
+	}
+	var start time.Time
+	if o != nil {
+		start = time.Now()
 	}
 	res, err := l.store.Apply(ctx, op)
+	if o != nil {
+		o.Latency = time.Since(start)
+	}
 	if err != nil {
 		if isFailure(ctx, err) {
-			return l.fail(ctx, op, limits, err)
+			return l.fail(ctx, op, limits, err, o)
 		}
 		return Decision{}, err
 	}

@@ -30,9 +30,10 @@ type InProcess interface {
 // context are not failures: they are returned as they are. The zero value
 // is FailClosed.
 //
-// Whatever the policy, the store's error reaches the hook (WithErrorHook)
-// and never the client: adapters answer a FailClosed error with a generic
-// 503.
+// Whatever the policy, the store's error is logged (rate-limited: see
+// WithLogger), reaches the observers (WithObserver) and the hook
+// (WithErrorHook), and never the client: adapters answer a FailClosed
+// error with a generic 503.
 //
 // What each policy admits while the store is down, per limit and window:
 //
@@ -142,7 +143,10 @@ func WithFailurePolicy(p FailurePolicy) Option {
 // the failure policy applies, from the goroutine of the operation; while
 // the circuit breaker is open, fn receives an error wrapping
 // ErrUnavailable for every skipped call. fn must be safe for concurrent
-// use and quick (count, sample, log). Default: none.
+// use and quick (count, sample). Logging needs no hook: the Limiter logs
+// failures itself, one line per burst of a cause (WithLogger), however
+// many hooks are set; a hook that logs too logs every failure a second
+// time. Default: none.
 func WithErrorHook(fn func(ctx context.Context, key string, err error)) Option {
 	return optionFunc(func(l *Limiter) error {
 		if fn == nil {
@@ -168,7 +172,7 @@ func isFailure(ctx context.Context, err error) bool {
 // remote applies op on a store that is not InProcess, for limits (those of
 // op's plan): through the breaker, under the timeout, with the failure
 // policy.
-func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit) (Decision, error) {
+func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *Observation) (Decision, error) {
 	var b *breaker
 	if l.breakers != nil {
 		b = l.breakers.of(&op)
@@ -176,32 +180,44 @@ func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit) (Dec
 	var start int64
 	if b != nil {
 		start = b.now()
-		if !b.allow(start) {
-			return l.fail(ctx, op, limits, errOpen)
+		if !b.allow(ctx, start) {
+			return l.fail(ctx, op, limits, errOpen, o)
 		}
+	}
+	var began time.Time
+	if o != nil {
+		began = time.Now()
 	}
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
 	res, err := l.store.Apply(cctx, op)
 	cancel()
+	if o != nil {
+		o.Latency = time.Since(began)
+	}
 	switch {
 	case err == nil:
 		if b != nil {
-			b.success(b.now())
+			b.success(ctx, b.now())
 		}
 		return decision(limits, op.Cost, &res), nil
 	case !isFailure(ctx, err):
 		return Decision{}, err
 	}
 	if b != nil {
-		b.failure(start, b.now(), err)
+		b.failure(ctx, start, b.now(), err)
 	}
-	return l.fail(ctx, op, limits, err)
+	return l.fail(ctx, op, limits, err, o)
 }
 
-// fail reports err to the hook and applies the failure policy.
-func (l *Limiter) fail(ctx context.Context, op engine.Op, limits []Limit, err error) (Decision, error) {
+// fail reports err (to the log, the hook and o) and applies the failure
+// policy.
+func (l *Limiter) fail(ctx context.Context, op engine.Op, limits []Limit, err error, o *Observation) (Decision, error) {
+	l.logFailure(ctx, &op, err)
 	if l.hook != nil {
 		l.hook(ctx, op.Key, err)
+	}
+	if o != nil {
+		o.Err = err
 	}
 	switch l.policy.mode {
 	case failOpen:
@@ -211,7 +227,7 @@ func (l *Limiter) fail(ctx context.Context, op engine.Op, limits []Limit, err er
 		}
 		return d, nil
 	case failFallback:
-		return l.fallback(ctx, op, limits, err)
+		return l.fallback(ctx, op, limits, err, o)
 	}
 	if err == errOpen {
 		return Decision{}, err
@@ -220,7 +236,7 @@ func (l *Limiter) fail(ctx context.Context, op engine.Op, limits []Limit, err er
 }
 
 // fallback decides op on the Fallback store, under its share of the limits.
-func (l *Limiter) fallback(ctx context.Context, op engine.Op, limits []Limit, err error) (Decision, error) {
+func (l *Limiter) fallback(ctx context.Context, op engine.Op, limits []Limit, err error, o *Observation) (Decision, error) {
 	fb := l.policy.fallback
 	if l.policy.fleet > 1 {
 		if op.Plan == l.plan && l.fbPlan != nil {
@@ -250,10 +266,15 @@ func (l *Limiter) fallback(ctx context.Context, op engine.Op, limits []Limit, er
 	if !isFailure(ctx, ferr) {
 		return Decision{}, ferr
 	}
+	l.logFailure(ctx, &op, ferr)
 	if l.hook != nil {
 		l.hook(ctx, op.Key, ferr)
 	}
-	return Decision{}, fmt.Errorf("%w: %w; fallback: %w", ErrUnavailable, err, ferr)
+	ferr = fmt.Errorf("%w: %w; fallback: %w", ErrUnavailable, err, ferr)
+	if o != nil {
+		o.Err = ferr
+	}
+	return Decision{}, ferr
 }
 
 // shareOf returns limits with Quota and Burst divided by n (at least 1).

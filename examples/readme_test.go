@@ -111,8 +111,7 @@ func Example_redis() {
 		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1}) // see below
 	store, err := redisstore.New(rdb) // module github.com/tollgate/tollgate/core/redisstore
 	lim, err := core.New(store, core.PerMinute(100), core.PerHour(1000),
-		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4))), // 4 instances share the quota
-		core.WithErrorHook(func(ctx context.Context, key string, err error) { log.Print(err) }))
+		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4)))) // 4 instances share the quota; failures are logged
 	// README: end
 	_, _ = lim, err
 }

@@ -162,7 +162,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			g.refund(r, ts, cost)
 			return g.fail(w, r, next, &guardError{ErrKey, err})
 		}
-		d, err := ru.lim.AllowN(ctx, key, cost)
+		d, err := ru.lim.AllowN(core.ContextWithDryRun(ctx, g.dryRun), key, cost)
 		if err != nil {
 			held = false
 			g.refund(r, ts, cost)

@@ -22,6 +22,11 @@
 // nothing but keys in full debt, none of its own. Evictions counts the keys
 // evicted, LossyEvictions those that still had usage.
 //
+// Lossy evictions are logged through log/slog (slog.Default() unless
+// WithLogger says otherwise), at most a line a second with their count.
+// WithObserver reports the number of keys and the evictions, lossless and
+// lossy apart, every second and at Close (see core.Observer).
+//
 // Keys longer than WithMaxKeyLen bytes are stored under their SHA-256
 // digest, in a namespace that no shorter key can name.
 package memstore

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -52,6 +53,14 @@ type Store struct {
 	done      chan struct{}
 	evictions atomic.Int64 // all, lossy included
 	lossy     atomic.Int64
+
+	// Reports (report.go): to obs, and to the log; by the background
+	// goroutine every ReportInterval, and by Close.
+	name     string
+	obs      core.Observer // nil: none
+	logger   *slog.Logger  // nil: slog.Default()
+	reportMu sync.Mutex
+	reported [2]int64 // evictions and lossy evictions at the last report
 }
 
 // shard maps a key to its entries, one per scope (engine.Plan.Scope), chained:
@@ -120,6 +129,10 @@ type config struct {
 	shards    int
 	sweep     time.Duration
 	clock     core.Clock
+	name      string
+	obs       core.Observer
+	logger    *slog.Logger
+	bad       string // an option New cannot use (see New)
 }
 
 // WithMaxKeys bounds the number of live keys to at most n. The bound is
@@ -157,9 +170,9 @@ func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 // Default: 16 × GOMAXPROCS, at least 64.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 
-// WithSweepInterval sets how often the background sweeper removes expired
-// keys; 0 or less disables it (expired keys are then only replaced on
-// eviction). Default: DefaultSweepInterval.
+// WithSweepInterval sets how often the background goroutine removes
+// expired keys; 0 or less disables sweeping (expired keys are then only
+// replaced on eviction). Default: DefaultSweepInterval.
 func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweep = d } }
 
 // WithClock sets the clock used for operations whose engine.Op.Now is 0, and by
@@ -168,11 +181,18 @@ func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.swee
 // time.Now's two, and immune to steps of the wall clock).
 func WithClock(clock core.Clock) Option { return func(c *config) { c.clock = clock } }
 
-// New returns an in-memory store and starts its sweeper.
+// New returns an in-memory store and starts its background goroutine,
+// which sweeps expired keys and reports to observers and the log. New
+// panics, saying why, when given WithObserver(nil) or WithLogger(nil): a
+// programmer's error, as a nil Limiter is to an adapter's New (the other
+// options replace what they cannot use with their default).
 func New(opts ...Option) *Store {
-	c := config{maxKeys: DefaultMaxKeys, maxKeyLen: DefaultMaxKeyLen, sweep: DefaultSweepInterval}
+	c := config{maxKeys: DefaultMaxKeys, maxKeyLen: DefaultMaxKeyLen, sweep: DefaultSweepInterval, name: DefaultName}
 	for _, o := range opts {
 		o(&c)
+	}
+	if c.bad != "" {
+		panic("memstore: New: " + c.bad)
 	}
 	if c.maxKeys <= 0 {
 		c.maxKeys = DefaultMaxKeys
@@ -203,16 +223,15 @@ func New(opts ...Option) *Store {
 		maxKeyLen: c.maxKeyLen,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
+		name:      c.name,
+		obs:       c.obs,
+		logger:    c.logger,
 	}
 	s.baseMicro = s.base.UnixMicro()
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*entry)
 	}
-	if c.sweep > 0 {
-		go s.sweeper(c.sweep)
-	} else {
-		close(s.done)
-	}
+	go s.background(c.sweep)
 	return s
 }
 
@@ -615,28 +634,40 @@ func (s *Store) Sweep() int {
 	return removed
 }
 
-func (s *Store) sweeper(every time.Duration) {
+// background sweeps every sweep (never, if sweep ≤ 0) and reports every
+// ReportInterval, until Close.
+func (s *Store) background(sweep time.Duration) {
 	defer close(s.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
+	var sweeps <-chan time.Time
+	if sweep > 0 {
+		t := time.NewTicker(sweep)
+		defer t.Stop()
+		sweeps = t.C
+	}
+	reports := time.NewTicker(ReportInterval)
+	defer reports.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-sweeps:
 			s.Sweep()
+		case <-reports.C:
+			s.report()
 		}
 	}
 }
 
-// Close stops the sweeper and waits for it to return. Apply after Close
-// returns an error wrapping core.ErrClosed. Close is idempotent.
+// Close stops the background goroutine and waits for it to return, then
+// reports a last time (see WithObserver). Apply after Close returns an
+// error wrapping core.ErrClosed. Close is idempotent.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.stop)
+		<-s.done
+		s.report()
 	})
-	<-s.done
 	return nil
 }
 

@@ -102,16 +102,18 @@ func (c *call) wait(ctx context.Context) (any, error) {
 }
 
 // finish answers c with its reply, or, if its caller has left, hands the
-// reply to the store to undo what it did.
-func (s *Store) finish(c *call, v any, err error) {
+// reply to the store to undo what it did, and reports whether the caller
+// was answered.
+func (s *Store) finish(c *call, v any, err error) bool {
 	c.unbind()
 	if c.state.CompareAndSwap(pending, answered) {
 		c.done <- result{v: v, err: err}
-		return
+		return true
 	}
 	if err == nil {
 		s.compensate(c, v)
 	}
+	return false
 }
 
 // batcher coalesces concurrent scripts into pipelines: workers goroutines
@@ -121,6 +123,7 @@ func (s *Store) finish(c *call, v any, err error) {
 type batcher struct {
 	s             *Store
 	client        Client
+	addr          string // the node's, "" when not on a Cluster
 	size, workers int
 	queue         chan *call
 	stop          chan struct{} // closed by close
@@ -129,8 +132,8 @@ type batcher struct {
 	wg            sync.WaitGroup
 }
 
-func newBatcher(s *Store, client Client, size, workers int) *batcher {
-	b := &batcher{s: s, client: client, size: size, workers: workers,
+func newBatcher(s *Store, client Client, addr string, size, workers int) *batcher {
+	b := &batcher{s: s, client: client, addr: addr, size: size, workers: workers,
 		queue: make(chan *call, size*workers), stop: make(chan struct{})}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.wg.Add(workers)
@@ -190,15 +193,15 @@ func (b *batcher) work() {
 				break fill
 			}
 		}
-		b.s.send(b.ctx, b.client, batch)
+		b.s.send(b.ctx, b.client, b.addr, batch)
 	}
 }
 
 // send runs the live calls of batch (those whose callers still wait) in one
 // pipeline with client, and answers each. The pipeline's context ends
 // lateGrace after the latest deadline of its callers (if every one has
-// one), or with base.
-func (s *Store) send(base context.Context, client Client, batch []*call) {
+// one), or with base. addr names the node of client, for events.
+func (s *Store) send(base context.Context, client Client, addr string, batch []*call) {
 	live := batch[:0]
 	var latest time.Time
 	bounded := true
@@ -259,12 +262,14 @@ func (s *Store) send(base context.Context, client Client, batch []*call) {
 				redirect = append(redirect, i)
 			}
 		}
+		s.event(context.Background(), core.EventScriptLoad, addr, int64(len(reload)), nil)
 	}
 	if len(redirect) > 0 {
 		// A node refused without running them (the slot moved, the node is
 		// loading or no master any more): the cluster client follows the
 		// redirects and retries.
 		s.redirected.Add(int64(len(redirect)))
+		s.event(context.Background(), core.EventRedirect, addr, int64(len(redirect)), nil)
 		pipe = s.client.Pipeline()
 		for _, i := range redirect {
 			rearm(live[i].args)
@@ -275,9 +280,11 @@ func (s *Store) send(base context.Context, client Client, batch []*call) {
 		for _, i := range redirect {
 			if isNoScript(cmds[i].Err()) {
 				cmds[i] = s.evalOne(ctx, live[i])
+				s.event(context.Background(), core.EventScriptLoad, "", 1, nil)
 			}
 		}
 		s.lanes.cluster.ReloadState(ctx)
+		s.event(context.Background(), core.EventTopologyReload, "", 1, nil)
 	}
 	var failed bool
 	for i, c := range live {
@@ -290,7 +297,11 @@ func (s *Store) send(base context.Context, client Client, batch []*call) {
 			err = core.ErrClosed
 		}
 		failed = failed || transport(err)
-		s.finish(c, v, err)
+		if !s.finish(c, v, err) && err != nil && !errors.Is(err, core.ErrClosed) && !isContextErr(err) {
+			// The caller gave up (its timeout answered by the failure
+			// policy, seen as a deadline): this is the real cause.
+			s.event(c.ctx, core.EventStoreFailure, addr, 1, err)
+		}
 	}
 	if failed {
 		s.lanes.failed(client)
@@ -311,9 +322,9 @@ func (s *Store) evalOne(ctx context.Context, c *call) *redis.Cmd {
 // direct runs c on its own, from a goroutine of its own, for a store
 // without batching: the caller returns at its deadline, and the reply is
 // still read after it.
-func (s *Store) direct(ctx context.Context, client Client, c *call) (any, error) {
+func (s *Store) direct(ctx context.Context, l *lane, c *call) (any, error) {
 	c.bind(ctx)
-	go s.send(context.Background(), client, []*call{c})
+	go s.send(context.Background(), l.client, l.addr, []*call{c})
 	return c.wait(ctx)
 }
 

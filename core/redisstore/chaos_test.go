@@ -240,7 +240,8 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 		{"batched, the caller's clock", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t, c, tc.opts...)
+			obs := &eventLog{}
+			s := newStore(t, c, append(tc.opts, WithObserver(obs))...)
 			// 400 days per 100,000: no unit comes back during the test.
 			opts := []core.Option{core.Per(quota, core.MaxPeriod).WithAlgorithm(core.GCRA),
 				core.WithFailurePolicy(core.FailClosed)}
@@ -294,6 +295,9 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 			t.Logf("admitted %d, failed %d; undone %d (%d failed to undo); remaining %d", admitted.Load(), failed.Load(), s.undone.Load(), s.undoFailed.Load(), d.Remaining)
 			if failed.Load() == 0 {
 				t.Fatal("no call failed during the stall: the test tested nothing")
+			}
+			if _, n := obs.count(core.EventCompensation); n != s.undone.Load()+s.undoFailed.Load() {
+				t.Errorf("%d compensation events, want one per operation undone or not (%d)", n, s.undone.Load()+s.undoFailed.Load())
 			}
 			if want := quota - admitted.Load(); d.Remaining != want {
 				t.Errorf("after the stall the key has %d remaining, want %d: quota %d less the %d admissions its callers were told of",

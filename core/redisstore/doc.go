@@ -201,4 +201,20 @@
 // Workers wait for late replies (see Timeouts and deadlines), so a Redis
 // that hangs holds a worker for up to a second past its callers'
 // deadlines.
+//
+// # Logs and observers
+//
+// A caller that gives up at its deadline sees only that; the cause shows
+// later, or elsewhere: in a dial that go-redis retries (a refused
+// connection), or in a reply its worker reads after the caller left. The
+// store reports those (core.EventStoreFailure) to its observers
+// (WithObserver) and logs them through log/slog (slog.Default() unless
+// WithLogger says otherwise), at most about a line a second per cause with
+// a count of the rest: "dial tcp 10.0.0.7:6379: connect: connection
+// refused" where the Limiter logged "context deadline exceeded". To see
+// dials, New adds a hook (redis.Hook, observing only) to a *redis.Client
+// or failover client, and to each Cluster master's client the store sends
+// to; it reports nothing once the store is closed. Observers also see
+// script loads, redirects, topology reloads and compensations, which the
+// log shows at debug level (failed undos as warnings).
 package redisstore

@@ -615,7 +615,8 @@ func TestClusterResharding(t *testing.T) {
 	tcl := startCluster(t, 3)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: tcl.addrs(), ContextTimeoutEnabled: true})
 	defer c.Close()
-	s := newStore(t, c)
+	obs := &eventLog{}
+	s := newStore(t, c, WithObserver(obs))
 	lim, err := core.New(s, core.Per(50, core.MaxPeriod).WithAlgorithm(core.GCRA), core.WithFailurePolicy(core.FailClosed))
 	if err != nil {
 		t.Fatal(err)
@@ -668,6 +669,12 @@ func TestClusterResharding(t *testing.T) {
 		moved, len(fl.keys), from, to, s.redirected.Load(), decided, errs, fl.errSample, total, over)
 	if moved == 0 || s.redirected.Load() == 0 {
 		t.Fatal("no key moved, or no operation met a redirect: the test tested nothing")
+	}
+	if _, n := obs.count(core.EventRedirect); n != s.redirected.Load() {
+		t.Errorf("redirect events count %d operations, want the %d sent again", n, s.redirected.Load())
+	}
+	if reloads, _ := obs.count(core.EventTopologyReload); len(reloads) == 0 {
+		t.Error("no topology reload event after redirects")
 	}
 	// A refusal (MOVED, ASK, TRYAGAIN, ErrResent) must never reach a
 	// caller; timeouts are the loaded machine's (the resharding itself

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
 )
 
 // Nodes. On a Redis Cluster every key of a decision lives on the master
@@ -70,8 +72,11 @@ func newLanes(s *Store, client Client, size, workers int) *lanes {
 
 func (ls *lanes) newLane(addr string, client Client, size, workers int) *lane {
 	l := &lane{addr: addr, client: client}
+	if h, ok := client.(hookable); ok && client != Client(ls.cluster) {
+		h.AddHook(dialWatch{ls.s, addr})
+	}
 	if workers > 0 {
-		l.batch = newBatcher(ls.s, client, size, workers)
+		l.batch = newBatcher(ls.s, client, addr, size, workers)
 	}
 	return l
 }
@@ -148,6 +153,7 @@ func (ls *lanes) reload() {
 	defer t.Stop()
 	for {
 		ls.cluster.ReloadState(context.Background())
+		ls.s.event(context.Background(), core.EventTopologyReload, "", 1, nil)
 		select {
 		case <-ls.stop:
 			return

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"math"
 	"reflect"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/internal/ratelog"
 )
 
 //go:embed apply.lua
@@ -64,6 +66,9 @@ type Store struct {
 	// unrun (nodes.go).
 	undone, undoFailed, redirected atomic.Int64
 
+	obs core.Observer   // nil: none (observe.go)
+	log *ratelog.Logger // never nil
+
 	// ARGV[6], the limits' parameters, formatted once per plan (see
 	// prepare), with the script for them: at most maxScripts distinct
 	// specialized scripts, by their SHA-1. scriptMu guards scripts.
@@ -95,6 +100,9 @@ const (
 type Option func(*config)
 
 type config struct {
+	obs              core.Observer
+	logger           *slog.Logger
+	nilOption        string // WithObserver(nil) or WithLogger(nil), an error of New
 	prefix           string
 	margin, opTTL    time.Duration
 	maxKeyLen        int
@@ -180,6 +188,8 @@ func New(client Client, opts ...Option) (*Store, error) {
 		}
 	}
 	switch {
+	case c.nilOption != "":
+		return nil, fmt.Errorf("%w: %s", ErrConfig, c.nilOption)
 	case strings.ContainsAny(c.prefix, "{}"):
 		return nil, fmt.Errorf("%w: prefix %q contains a brace", ErrConfig, c.prefix)
 	case c.margin < 0:
@@ -208,6 +218,8 @@ func New(client Client, opts ...Option) (*Store, error) {
 		opBase:     hex.EncodeToString(seed[:]) + ".",
 		maxScripts: maxScripts,
 		clock:      newServerClock(),
+		obs:        c.obs,
+		log:        ratelog.New(c.logger),
 	}
 	s.lanes = newLanes(s, client, c.batchSize, c.batch)
 	return s, nil
@@ -244,7 +256,7 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 	if l := s.lanes.of(c.keys[0]); l.batch != nil {
 		reply, err = l.batch.do(ctx, c)
 	} else {
-		reply, err = s.direct(ctx, l.client, c)
+		reply, err = s.direct(ctx, l, c)
 	}
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
@@ -441,6 +453,7 @@ func (s *Store) compensate(c *call, v any) {
 	}
 	if s.closed.Load() {
 		s.undoFailed.Add(1)
+		s.event(c.ctx, core.EventCompensation, "", 1, core.ErrClosed)
 		return
 	}
 	go func() {
@@ -450,14 +463,18 @@ func (s *Store) compensate(c *call, v any) {
 		if lease != 0 {
 			ops = append(ops, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Release, Lease: lease, Now: op.Now})
 		}
+		var l *lane
 		for i := range ops {
 			u := s.newCall(&ops[i])
-			if _, err := s.direct(ctx, s.lanes.of(u.keys[0]).client, u); err != nil {
+			l = s.lanes.of(u.keys[0])
+			if _, err := s.direct(ctx, l, u); err != nil {
 				s.undoFailed.Add(1)
+				s.event(c.ctx, core.EventCompensation, l.addr, 1, err)
 				return
 			}
 		}
 		s.undone.Add(1)
+		s.event(c.ctx, core.EventCompensation, l.addr, 1, nil)
 	}()
 }
 

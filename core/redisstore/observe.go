@@ -1,0 +1,132 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/internal/ratelog"
+)
+
+// storeName is Event.Store in the store's events.
+const storeName = "redisstore"
+
+// WithObserver makes the store report its events to obs (see
+// core.Observer): script loads (core.EventScriptLoad), redirects
+// (EventRedirect), topology reloads (EventTopologyReload), the undoing of
+// operations whose callers gave up (EventCompensation, with the error when
+// the undo failed), and failures no caller saw (EventStoreFailure, with the
+// real cause where callers saw only their deadline): a call that failed
+// after its caller gave up, and each dial that failed (see New). Events
+// come from the store's goroutines and the client's. Given several times,
+// it reports to each. obs must not be nil (an error of New). Default:
+// none.
+func WithObserver(obs core.Observer) Option {
+	return func(c *config) {
+		if obs == nil {
+			c.nilOption = "WithObserver(nil)"
+			return
+		}
+		c.obs = core.JoinObservers(c.obs, obs)
+	}
+}
+
+// WithLogger makes the store log to logger, at most about one line per
+// second per cause with a count of the rest: failed dials and calls that
+// failed after their caller gave up (warning: the real cause, where the
+// caller's Limiter logged only its timeout), undos that failed (warning);
+// at debug level, script loads, redirects, topology reloads and undos. logger must not be nil (an error
+// of New): to log nothing, pass slog.New(slog.DiscardHandler). Default:
+// slog.Default(), read when a line is written.
+func WithLogger(logger *slog.Logger) Option {
+	return func(c *config) {
+		if logger == nil {
+			c.nilOption = "WithLogger(nil): to log nothing, pass slog.New(slog.DiscardHandler)"
+			return
+		}
+		c.logger = logger
+	}
+}
+
+// event reports an event of kind on the node at addr (count of them; err,
+// its cause) to the observers and the log.
+func (s *Store) event(ctx context.Context, kind core.EventKind, addr string, count int64, err error) {
+	s.eventMsg(ctx, kind, addr, count, err, "")
+}
+
+// eventMsg is event, logged with msg when not "".
+func (s *Store) eventMsg(ctx context.Context, kind core.EventKind, addr string, count int64, err error, msg string) {
+	if s.obs != nil {
+		e := core.Event{Kind: kind, Store: storeName, Part: addr, Count: count, Err: err}
+		s.obs.ObserveEvent(ctx, &e)
+	}
+	level, defaultMsg := slog.LevelDebug, ""
+	switch kind {
+	case core.EventStoreFailure:
+		level, defaultMsg = slog.LevelWarn, "redisstore: a call failed after its caller gave up at its deadline"
+	case core.EventCompensation:
+		defaultMsg = "redisstore: undid an operation whose caller gave up"
+		if err != nil {
+			level, defaultMsg = slog.LevelWarn, "redisstore: could not undo an operation whose caller gave up: its key keeps the change"
+		}
+	case core.EventScriptLoad:
+		defaultMsg = "redisstore: loaded the script, which the server had lost"
+	case core.EventRedirect:
+		defaultMsg = "redisstore: sent again operations a node refused without running them"
+	case core.EventTopologyReload:
+		defaultMsg = "redisstore: reloaded the cluster's topology"
+	}
+	if msg == "" {
+		msg = defaultMsg
+	}
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 2)
+	if addr != "" {
+		attrs = append(attrs, slog.String("part", addr))
+	}
+	cause := ""
+	if err != nil {
+		cause = ratelog.Cause(err)
+		attrs = append(attrs, slog.String("error", cause))
+	}
+	s.log.Log(ctx, kind.String()+" "+addr+" "+cause, count, level, msg, attrs...)
+}
+
+// isContextErr reports whether err is a context's end: a deadline or a
+// cancellation says nothing of the cause.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// hookable is a go-redis client that takes hooks: *redis.Client (the
+// failover client's type too), and a Cluster's node clients.
+type hookable interface{ AddHook(redis.Hook) }
+
+// dialWatch is a go-redis hook that reports each dial that fails
+// (EventStoreFailure): while go-redis retries a dial, the callers waiting
+// on it see only their deadline, and this is where the real cause shows.
+type dialWatch struct {
+	s    *Store
+	addr string // the lane's
+}
+
+func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil && !isContextErr(err) && !w.s.closed.Load() {
+			w.s.eventMsg(context.Background(), core.EventStoreFailure, w.addr, 1, err, "redisstore: could not connect to Redis")
+		}
+		return conn, err
+	}
+}
+
+func (dialWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -1,0 +1,71 @@
+package ratelog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestCause(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6379},
+		Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	reset := &net.OpError{Op: "read", Net: "tcp", Source: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 51234},
+		Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6379}, Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a refused dial keeps the system call and the address", fmt.Errorf("redisstore: take %q: %w", "key", refused),
+			"dial tcp 127.0.0.1:6379: connect: connection refused"},
+		{"a reset drops the local address, which changes per connection", fmt.Errorf("redisstore: take %q: %w", "key", reset),
+			"read tcp 127.0.0.1:6379: read: connection reset by peer"},
+		{"a wrapped timeout is the timeout", fmt.Errorf("store: take %q: %w", "key", context.DeadlineExceeded),
+			"context deadline exceeded"},
+		{"two wrapped errors give the last", fmt.Errorf("%w: %w", errors.New("kind"), errors.New("detail")), "detail"},
+		{"an error that wraps nothing is itself", errors.New("ERR unknown command"), "ERR unknown command"},
+		{"nil is empty", nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Cause(c.err); got != c.want {
+				t.Errorf("Cause(%v) = %q, want %q", c.err, got, c.want)
+			}
+		})
+	}
+}
+
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) Enabled(context.Context, slog.Level) bool  { return true }
+func (c *counter) Handle(context.Context, slog.Record) error { c.n.Add(1); return nil }
+func (c *counter) WithAttrs([]slog.Attr) slog.Handler        { return c }
+func (c *counter) WithGroup(string) slog.Handler             { return c }
+
+// Past maxCauses, new causes share one budget: a flood of distinct causes
+// is bounded too.
+func TestCausesAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &counter{}
+		l := New(slog.New(out))
+		for i := range 10 * maxCauses {
+			l.Log(context.Background(), fmt.Sprint(i), 1, slog.LevelWarn, "failed")
+		}
+		if got := out.n.Load(); got != maxCauses+1 {
+			t.Errorf("%d distinct causes wrote %d lines at once, want %d (one per kept cause, one shared)", 10*maxCauses, got, maxCauses+1)
+		}
+		time.Sleep(Interval)
+		synctest.Wait()
+		if got := out.n.Load(); got != maxCauses+2 {
+			t.Errorf("an interval later: %d lines, want %d (the shared cause's count)", got, maxCauses+2)
+		}
+	})
+}

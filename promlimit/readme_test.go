@@ -1,0 +1,56 @@
+package promlimit_test
+
+// The README's Prometheus snippet of "Operating it", verbatim between the
+// marker comments, so that it keeps compiling. (An example without an
+// Output comment is compiled, not run.)
+
+import (
+	"log"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/promlimit"
+)
+
+func Example_readme() {
+	var store core.Store
+	// README: promlimit
+	obs, err := promlimit.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	prometheus.MustRegister(obs)
+	lim, err := core.New(store, core.PerMinute(100).Named("per-minute"), core.WithName("api"), core.WithObserver(obs))
+	// README: end
+	_, _ = lim, err
+}
+
+// TestREADMEShowsTheSnippet checks that the snippet between the markers
+// above stands in the repository's README.md.
+func TestREADMEShowsTheSnippet(t *testing.T) {
+	src, err := os.ReadFile("readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "\t// README: promlimit\n", "\t// README: end\n"
+	_, body, ok1 := strings.Cut(string(src), begin)
+	body, _, ok2 := strings.Cut(body, end)
+	if !ok1 || !ok2 {
+		t.Fatalf("readme_test.go lacks the markers")
+	}
+	var lines []string
+	for _, l := range strings.Split(body, "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "\t"))
+	}
+	if snippet := strings.Join(lines, "\n"); !strings.Contains(string(readme), "```go\n"+snippet+"```\n") {
+		t.Errorf("README.md lacks the snippet:\n%s", snippet)
+	}
+}
