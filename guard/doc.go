@@ -70,13 +70,20 @@
 //	RateLimit-Policy: "per-minute";q=100;w=60, "per-hour";q=1000;w=3600
 //	RateLimit: "per-minute";r=42;t=17
 //
-// w and t are whole seconds rounded up, and t is a delta. On a 429,
-// Retry-After is the time until the denied cost could pass, in whole
-// seconds rounded up (at least 1), and the RateLimit item of the denying
-// limit carries the same t, so Retry-After is never earlier than it. A
-// cost above a limit's capacity (RetryAfter core.Never) can never pass:
-// its 429 carries no Retry-After, because any finite value would promise
-// a success that will not come, and its body says so.
+// q and w are the quota and its window in whole seconds, scaled to the
+// same rate when the period is not whole seconds; qu is the limit's Unit.
+// r is the units remaining and t the effective window, draft-11 §4.1.2:
+// "the number of seconds within which the client can use no more than the
+// available quota", rounded up, a delta, never an epoch (see
+// HeadersDraft11). On a 429, Retry-After is the time until the denied cost
+// could pass, in whole seconds rounded up (at least 1), and never earlier
+// than the t of the denying limit's item (draft-11 §6: "the Retry-After
+// field value SHOULD NOT reference a point in time earlier than the end of
+// the effective window"). A cost above a limit's capacity can never pass:
+// its 429 has the problem type ProblemTypeCapacity, with the cost and the
+// capacity, no Retry-After, because any finite value would promise a
+// success that will not come, and no RateLimit item for that limit, whose
+// quota would invite the same retry.
 //
 // A request that a Limiter's FailOpen policy admitted while its store
 // fails (core.FromFailOpen) has no numbers to send: its rule's policies

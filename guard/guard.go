@@ -25,6 +25,8 @@ type Guard struct {
 	denied    DeniedHandler
 	onErr     ErrorHandler
 	style     HeaderStyle
+	resetUnix bool
+	clock     core.Clock
 	dryRun    bool
 	maxDelay  time.Duration
 	refundOn  func(int) bool
@@ -74,6 +76,8 @@ func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
 		denied:    c.denied,
 		onErr:     c.onErr,
 		style:     c.style,
+		resetUnix: c.reset == ResetUnix,
+		clock:     c.clock,
 		dryRun:    c.dryRun,
 		maxDelay:  c.maxDelay,
 		refundOn:  c.refundOn,
@@ -82,6 +86,14 @@ func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
 		hookDeny:  c.hookDeny,
 		hookError: c.hookError,
 	}, nil
+}
+
+// now returns the time of the Guard's clock (WithClock).
+func (g *Guard) now() time.Time {
+	if g.clock != nil {
+		return g.clock.Now()
+	}
+	return time.Now()
 }
 
 // NeedsResult reports whether the Guard reads the Result that Next
@@ -263,8 +275,14 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ts []taken, at int
 	if queued {
 		retry = t.d.Delay - g.maxDelay
 	}
-	if retry != core.Never {
-		dn.RetryAfter = time.Duration(max(1, ceilSeconds(retry))) * time.Second
+	if retry == core.Never {
+		dn.Capacity = t.d.Limit.Capacity()
+	} else {
+		// Never earlier than the binding item's t (draft-11 §6: "the
+		// Retry-After field value SHOULD NOT reference a point in time
+		// earlier than the end of the effective window").
+		secs := max(1, ceilSeconds(retry), ceilSeconds(itemOf(t, dn).window))
+		dn.RetryAfter = time.Duration(secs) * time.Second
 	}
 	dn.Policies = violated(&t.d, queued, g.maxDelay)
 	g.setHeaders(w, ts, dn)
@@ -326,7 +344,7 @@ func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
 		}
 		// Headers written after this (a denial by a later rule) show the
 		// state after the refund.
-		t.d.Remaining, t.d.ResetAfter, t.d.States = d.Remaining, d.ResetAfter, d.States
+		t.d.Remaining, t.d.ResetAfter, t.d.EffectiveWindow, t.d.States = d.Remaining, d.ResetAfter, d.EffectiveWindow, d.States
 		t.d.Limit = d.Limit
 	}
 	for _, err := range failed {

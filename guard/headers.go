@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -17,27 +18,56 @@ const (
 	//	RateLimit-Policy: "per-minute";q=100;w=60, "per-hour";q=1000;w=3600
 	//	RateLimit: "per-minute";r=42;t=17
 	//
-	// RateLimit-Policy has one item per limit of every rule decided;
-	// RateLimit one item per rule: its binding limit (the one closest to
-	// exhaustion, or the one that denied), except for a rule decided by the
-	// FailOpen policy (core.FromFailOpen), which has no numbers to send.
+	// RateLimit-Policy has one item per limit, q its Quota, w its Period in
+	// seconds, and qu its Unit when it has one. A Period that is not a
+	// whole number of seconds is sent with q and w scaled to the smallest
+	// integers of the same rate: 3 per 1.5s is q=6;w=3, 10 per 100ms is
+	// q=100;w=1. Where those do not fit an sf-integer (15 digits), w is
+	// the Period rounded up to whole seconds and q the most units that w
+	// admits at the real rate, rounded down (and at most 15 digits): the
+	// rate sent is then a little lower than the real one, never higher, so
+	// a client that paces itself on it is never denied for it.
+	//
+	// RateLimit has one item per rule decided: its binding limit (the one
+	// that denied, or the one closest to exhaustion), r its remaining
+	// units, and t its effective window, draft-11 §4.1.2: "the number of
+	// seconds within which the client can use no more than the available
+	// quota" (core.Decision.EffectiveWindow), rounded up to whole seconds,
+	// so that it is never earlier than the truth. It says nothing of when
+	// the whole quota is back (§8.4: it "does not imply anything about
+	// when the server will increase the available quota"), and is never
+	// the time until the limit is fully replenished, which overstates it
+	// (up to 2w for a sliding window). A rule decided by the FailOpen
+	// policy (core.FromFailOpen) has no item: it has no numbers to send;
+	// nor has a rule that denied a cost above a limit's capacity, whose
+	// full quota would not help (see Denial.Capacity).
+	//
 	// Names are sf-strings: bytes that an sf-string cannot hold are
-	// replaced by '?', and names are cut at core.MaxNameLen bytes. w and t
-	// are whole seconds rounded up; t is a delta, never an epoch. This is
+	// replaced by '?', and names are cut at core.MaxNameLen bytes. This is
 	// the default.
 	HeadersDraft11 HeaderStyle = iota
-	// HeadersDraft06 sends the fields of draft-ietf-httpapi-ratelimit-headers-06,
-	// for the binding limit over all rules (those decided by FailOpen left
-	// out; with none left, no field):
+	// HeadersDraft06 sends the fields of draft-ietf-httpapi-ratelimit-headers-06
+	// for the limit with the least remaining over all rules, as that draft
+	// requires ("the server MUST reply with the RateLimit header fields
+	// related to the time window with the lower RateLimit-Remaining"), or
+	// for the one that denied; rules decided by FailOpen are left out, and
+	// with none left no field is sent:
 	//
 	//	RateLimit-Limit: 100
 	//	RateLimit-Remaining: 42
 	//	RateLimit-Reset: 17
 	//	RateLimit-Policy: 100;w=60, 1000;w=3600
+	//
+	// RateLimit-Reset is that limit's effective window in seconds, rounded
+	// up, as t of HeadersDraft11; on a 429 it equals Retry-After, as the
+	// draft asks. Quota and window are scaled as in HeadersDraft11. The
+	// draft forbids two policies with the same quota: of those, only the
+	// one with the longest window (the lowest rate) is listed.
 	HeadersDraft06
 	// HeadersLegacy sends X-RateLimit-Limit, X-RateLimit-Remaining and
 	// X-RateLimit-Reset with the values of HeadersDraft06. The reset is a
-	// delta in seconds, like the drafts', not an epoch.
+	// delta in seconds, like the drafts', unless WithLegacyReset(ResetUnix)
+	// asks for Unix time.
 	HeadersLegacy
 	// HeadersNone sends no rate-limit headers. A 429 still carries
 	// Retry-After, which is plain HTTP.
@@ -83,53 +113,52 @@ type item struct {
 	name      string
 	quota     int64
 	remaining int64
-	reset     int64 // seconds
+	window    time.Duration // the effective window
 }
 
-// itemOf returns the item of t's binding limit; on a denied response
-// (dn != nil) the denying rule's item has t = Retry-After, so that
-// Retry-After is never earlier than it.
+// itemOf returns the item of t's binding limit: for a request denied for
+// its queueing delay, the LeakyBucket limit with the longest delay.
 func itemOf(t *taken, dn *Denial) item {
 	d := &t.d
-	it := item{name: d.Limit.PolicyName(), quota: d.Limit.Quota, remaining: d.Remaining, reset: ceilSeconds(d.ResetAfter)}
-	if dn == nil || dn.Rule != t.rule {
-		return it
+	if dn != nil && dn.Rule == t.rule && dn.Queued {
+		return queuedItem(d)
 	}
-	if dn.Queued {
-		it = queuedItem(d)
-	}
-	if dn.RetryAfter > 0 {
-		it.reset = ceilSeconds(dn.RetryAfter)
-	}
-	return it
+	return item{name: d.Limit.PolicyName(), quota: d.Limit.Quota, remaining: d.Remaining, window: d.EffectiveWindow}
 }
 
 // queuedItem returns the item of the LeakyBucket limit of d with the
 // longest delay.
 func queuedItem(d *core.Decision) item {
 	var it item
-	var longest time.Duration
+	var longest time.Duration = -1
 	d.Each(func(s core.LimitState) {
-		if s.Delay > longest {
+		if s.Limit.Algorithm == core.LeakyBucket && s.Delay > longest {
 			longest = s.Delay
-			it = item{name: s.Limit.PolicyName(), quota: s.Limit.Quota, remaining: s.Remaining}
+			it = item{name: s.Limit.PolicyName(), quota: s.Limit.Quota, remaining: s.Remaining, window: s.EffectiveWindow}
 		}
 	})
 	return it
 }
 
+// hidden reports whether t's decision has no item: a FailOpen one, which
+// knows no numbers, or the one that denied a cost above a limit's
+// capacity, whose numbers would invite a retry that cannot succeed.
+func hidden(t *taken, dn *Denial) bool {
+	return t.d.Source == core.FromFailOpen || (dn != nil && dn.Rule == t.rule && dn.Capacity > 0)
+}
+
 // binding returns the index in ts of the binding rule: the denying one, or
-// the one with the least remaining.
+// the one with the least remaining; -1 when every one is hidden.
 func binding(ts []taken, dn *Denial) int {
-	at := 0
+	at := -1
 	for i := range ts {
-		if dn != nil {
-			if ts[i].rule == dn.Rule {
-				return i
-			}
+		if hidden(&ts[i], dn) {
 			continue
 		}
-		if ts[i].d.Remaining < ts[at].d.Remaining {
+		if dn != nil && ts[i].rule == dn.Rule {
+			return i
+		}
+		if at < 0 || ts[i].d.Remaining < ts[at].d.Remaining {
 			at = i
 		}
 	}
@@ -161,7 +190,7 @@ func (g *Guard) setHeaders(w Writer, ts []taken, dn *Denial) {
 			var buf [128]byte
 			b := append(buf[:0], outerLimit...)
 			for i := range ts {
-				if ts[i].d.Source == core.FromFailOpen {
+				if hidden(&ts[i], dn) {
 					continue
 				}
 				if len(b) > 0 {
@@ -172,31 +201,49 @@ func (g *Guard) setHeaders(w Writer, ts []taken, dn *Denial) {
 				b = append(b, ";r="...)
 				b = strconv.AppendInt(b, clampSF(it.remaining), 10)
 				b = append(b, ";t="...)
-				b = strconv.AppendInt(b, clampSF(it.reset), 10)
+				b = strconv.AppendInt(b, ceilSeconds(it.window), 10)
 			}
 			if len(b) > len(outerLimit) {
 				w.SetHeader(HeaderRateLimit, string(b))
 			}
 		case HeadersDraft06, HeadersLegacy:
 			ts := measured(ts)
-			if len(ts) == 0 {
+			at := binding(ts, dn)
+			if at < 0 {
 				break
 			}
-			it := itemOf(&ts[binding(ts, dn)], dn)
+			it := itemOf(&ts[at], dn)
+			reset := ceilSeconds(it.window)
+			if dn != nil && !dn.DryRun && dn.RetryAfter > 0 {
+				reset = ceilSeconds(dn.RetryAfter) // draft-06: the same point in time as Retry-After
+			}
 			names := [3]string{HeaderRateLimitLimit, HeaderRateLimitRemaining, HeaderRateLimitReset}
 			if g.style == HeadersLegacy {
 				names = [3]string{HeaderXRateLimitLimit, HeaderXRateLimitRemaining, HeaderXRateLimitReset}
+				if g.resetUnix {
+					reset = unixSeconds(g.now(), reset)
+				}
 			} else {
 				w.SetHeader(HeaderRateLimitPolicy, g.policyValue(ts))
 			}
 			w.SetHeader(names[0], strconv.FormatInt(clampSF(it.quota), 10))
 			w.SetHeader(names[1], strconv.FormatInt(clampSF(it.remaining), 10))
-			w.SetHeader(names[2], strconv.FormatInt(clampSF(it.reset), 10))
+			w.SetHeader(names[2], strconv.FormatInt(reset, 10))
 		}
 	}
 	if dn != nil && !dn.DryRun && dn.RetryAfter > 0 {
 		w.SetHeader(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(dn.RetryAfter), 10))
 	}
+}
+
+// unixSeconds returns the Unix time, in whole seconds rounded up, delta
+// seconds after now.
+func unixSeconds(now time.Time, delta int64) int64 {
+	s := now.Unix()
+	if now.Nanosecond() > 0 {
+		s++
+	}
+	return s + delta
 }
 
 // measured returns the decisions of ts that carry numbers: ts itself,
@@ -244,24 +291,57 @@ func (g *Guard) policyValue(ts []taken) string {
 	var buf [256]byte
 	b := buf[:0]
 	n := 0
-	for i := range ts {
-		ts[i].eachLimit(func(l core.Limit) {
-			if n > 0 {
-				b = append(b, ", "...)
-			}
-			n++
-			b = g.appendPolicyItem(b, &l)
-		})
+	if g.style == HeadersDraft06 {
+		b = appendDraft06Policies(b, ts)
+	} else {
+		for i := range ts {
+			ts[i].eachLimit(func(l core.Limit) {
+				if n > 0 {
+					b = append(b, ", "...)
+				}
+				n++
+				b = g.appendPolicyItem(b, &l)
+			})
+		}
 	}
 	v := string(b)
 	if len(ts) == len(g.rules) { // partial lists (a rule denied early) are not cached
-		limits := make([]core.Limit, 0, n)
+		var limits []core.Limit
 		for i := range ts {
 			ts[i].eachLimit(func(l core.Limit) { limits = append(limits, l) })
 		}
 		g.policy.Store(&policyCache{limits: limits, value: v})
 	}
 	return v
+}
+
+// appendDraft06Policies appends the draft-06 RateLimit-Policy items of ts:
+// "q;w=w", one per quota, since the draft forbids two policies with the
+// same quota; of limits with the same q, the one with the longest window.
+func appendDraft06Policies(b []byte, ts []taken) []byte {
+	type qw struct{ q, w int64 }
+	var items []qw
+	for i := range ts {
+		ts[i].eachLimit(func(l core.Limit) {
+			q, w := quotaWindow(l.Quota, l.Period)
+			for j := range items {
+				if items[j].q == q {
+					items[j].w = max(items[j].w, w)
+					return
+				}
+			}
+			items = append(items, qw{q, w})
+		})
+	}
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, it.q, 10)
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, it.w, 10)
+	}
+	return b
 }
 
 func (pc *policyCache) matches(ts []taken) bool {
@@ -291,13 +371,57 @@ func (pc *policyCache) matches(ts []taken) bool {
 
 // appendPolicyItem appends l's RateLimit-Policy item in g's style.
 func (g *Guard) appendPolicyItem(b []byte, l *core.Limit) []byte {
+	q, w := quotaWindow(l.Quota, l.Period)
 	if g.style == HeadersDraft11 {
 		b = appendSFString(b, l.PolicyName())
 		b = append(b, ";q="...)
+		b = strconv.AppendInt(b, q, 10)
+		if l.Unit != "" {
+			b = append(b, ";qu="...)
+			b = appendSFString(b, l.Unit)
+		}
+	} else {
+		b = strconv.AppendInt(b, q, 10)
 	}
-	b = strconv.AppendInt(b, clampSF(l.Quota), 10)
 	b = append(b, ";w="...)
-	return strconv.AppendInt(b, max(1, ceilSeconds(l.Period)), 10)
+	return strconv.AppendInt(b, w, 10)
+}
+
+// quotaWindow returns q and w, the policy's quota and window in whole
+// seconds, for quota units per period p: the smallest integers of the same
+// rate, q = quota·k and w = p·k for the least k that makes w whole. When
+// they do not fit an sf-integer, w is p rounded up to whole seconds and q
+// the most units w admits at the real rate, rounded down, at most maxSFInt:
+// a rate a little lower than the real one, never higher, so that a client
+// pacing itself on q/w is never denied for it.
+func quotaWindow(quota int64, p time.Duration) (q, w int64) {
+	quota = clampSF(quota)
+	if p <= 0 {
+		return quota, 1
+	}
+	ns := int64(p)
+	g := gcd(ns, int64(time.Second))
+	k := int64(time.Second) / g // the least k with k·p whole seconds
+	w = ns / g                  // k·p, in seconds
+	if w <= maxSFInt && quota <= maxSFInt/k {
+		return quota * k, w
+	}
+	w = max(1, ceilSeconds(p))
+	// q = ⌊quota · w·10⁹ / ns⌋, in 128 bits.
+	hi, lo := bits.Mul64(uint64(quota), uint64(w)*uint64(time.Second))
+	if hi >= uint64(ns) { // the quotient needs more than 64 bits
+		return maxSFInt, w
+	}
+	qq, _ := bits.Div64(hi, lo, uint64(ns))
+	return int64(min(qq, maxSFInt)), w
+}
+
+// gcd returns the greatest common divisor of a and b, both positive.
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // appendSFString appends s as an RFC 9651 sf-string: quoted, with '"' and

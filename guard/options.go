@@ -48,6 +48,8 @@ type config struct {
 	denied    DeniedHandler
 	onErr     ErrorHandler
 	style     HeaderStyle
+	reset     ResetFormat
+	clock     core.Clock
 	dryRun    bool
 	maxDelay  time.Duration
 	refundOn  func(status int) bool
@@ -180,6 +182,47 @@ func WithHeaders(style HeaderStyle) Option {
 			return
 		}
 		c.style = style
+	}
+}
+
+// A ResetFormat is how HeadersLegacy sends X-RateLimit-Reset.
+type ResetFormat uint8
+
+const (
+	// ResetDelta sends the number of seconds from now, as the drafts'
+	// RateLimit-Reset and t do.
+	ResetDelta ResetFormat = iota
+	// ResetUnix sends a Unix time in seconds, as GitHub's API, ulule's
+	// limiter and express-rate-limit do: now (WithClock) plus the delta,
+	// rounded up.
+	ResetUnix
+
+	numResetFormats
+)
+
+// WithLegacyReset selects the X-RateLimit-Reset of HeadersLegacy: a delta
+// in seconds or a Unix time. Other header styles ignore it. Default:
+// ResetDelta.
+func WithLegacyReset(f ResetFormat) Option {
+	return func(c *config) {
+		if f >= numResetFormats {
+			c.invalid("WithLegacyReset", "unknown reset format")
+			return
+		}
+		c.reset = f
+	}
+}
+
+// WithClock sets the clock of the times the Guard sends as dates: the Unix
+// time of WithLegacyReset(ResetUnix). Decisions use their Limiter's clock,
+// never this one. clock must not be nil. Default: the wall clock.
+func WithClock(clock core.Clock) Option {
+	return func(c *config) {
+		if clock == nil {
+			c.invalid("WithClock", "nil clock")
+			return
+		}
+		c.clock = clock
 	}
 }
 

@@ -158,27 +158,44 @@ func runCase(t *testing.T, c *Case, build func(*testing.T, Config) http.Handler,
 }
 
 // Problem429 returns the expected body of a 429: the problem details with
-// a Retry-After of retry seconds (0: the cost can never pass) and the
-// violated policies.
+// a Retry-After of retry seconds and the violated policies.
 func Problem429(retry int, policies ...string) string {
-	detail := "The request costs more than the policy allows at once; it cannot pass."
-	if retry > 0 {
-		detail = fmt.Sprintf("Retry after %d seconds.", retry)
-		if retry == 1 {
-			detail = "Retry after 1 second."
-		}
-	}
-	quoted := make([]string, len(policies))
-	for i, p := range policies {
-		quoted[i] = `"` + p + `"`
+	detail := fmt.Sprintf("Retry after %d seconds.", retry)
+	if retry == 1 {
+		detail = "Retry after 1 second."
 	}
 	return `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,` +
-		`"detail":"` + detail + `","violated-policies":[` + strings.Join(quoted, ",") + `]}`
+		`"detail":"` + detail + `","violated-policies":[` + quoteAll(policies) + `]}`
+}
+
+// ProblemCapacity returns the expected body of a 429 for a cost above a
+// limit's capacity, counted in unit ("units" when the limit has none).
+func ProblemCapacity(cost, capacity int64, unit string, policies ...string) string {
+	if unit == "" {
+		unit = "units"
+	}
+	return `{"type":"https://github.com/tollgate/tollgate/blob/main/docs/problems.md#request-exceeds-capacity","title":"Request Exceeds Capacity","status":429,` +
+		fmt.Sprintf(`"detail":"The request costs %d %s; the policy admits at most %d at once, so it can never pass.","cost":%d,"capacity":%d,`, cost, unit, capacity, cost, capacity) +
+		`"violated-policies":[` + quoteAll(policies) + `]}`
+}
+
+func quoteAll(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, p := range ss {
+		quoted[i] = `"` + p + `"`
+	}
+	return strings.Join(quoted, ",")
 }
 
 // ProblemStatus returns the expected body of an error response.
 func ProblemStatus(status int) string {
 	return fmt.Sprintf(`{"type":"about:blank","title":%q,"status":%d}`, http.StatusText(status), status)
+}
+
+// ProblemDetail returns the expected body of an error response with a
+// detail (see guard.ErrorDetail).
+func ProblemDetail(status int, detail string) string {
+	return fmt.Sprintf(`{"type":"about:blank","title":%q,"status":%d,"detail":%q}`, http.StatusText(status), status, detail)
 }
 
 // header builds a Want map from pairs.
