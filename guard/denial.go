@@ -42,19 +42,25 @@ type Denial struct {
 	DryRun bool
 }
 
-// violated returns the names of the limits of d that deny: for a queued
-// denial, those whose delay exceeds maxDelay.
-func violated(d *core.Decision, queued bool, maxDelay time.Duration) []string {
-	var names []string
+// violatedLimits returns the indexes, among d's limits, of those that
+// deny: for a queued denial, those whose delay exceeds maxDelay. When none
+// does, the binding limit's.
+func violatedLimits(d *core.Decision, queued bool, maxDelay time.Duration) []int {
+	var out []int
+	j, bind := 0, 0
 	d.Each(func(s core.LimitState) {
 		if (!queued && !s.Allowed) || (queued && s.Delay > maxDelay) {
-			names = append(names, cleanName(s.Limit.PolicyName()))
+			out = append(out, j)
 		}
+		if s.Limit == d.Limit {
+			bind = j
+		}
+		j++
 	})
-	if len(names) == 0 {
-		names = append(names, cleanName(d.Limit.PolicyName()))
+	if len(out) == 0 {
+		out = append(out, bind)
 	}
-	return names
+	return out
 }
 
 // A DeniedHandler writes the response to a denied request through w,

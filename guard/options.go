@@ -87,10 +87,12 @@ func WithKey(fn keyfuncs.Func) Option {
 // (keyfuncs.IP() for a rule per client address). Rules are applied in
 // order, the Limiter passed to New first; a request passes only if every
 // rule admits it. When a rule denies (or fails), the cost the earlier
-// rules took is refunded, and the later rules are not consulted. Limiters
-// keep separate state for a key unless they share a scope (core.WithName;
-// by default limiters configured alike do). Neither lim nor fn may be nil.
-// Default: no further rules.
+// rules took is refunded, and the later rules are not consulted (their
+// policies are listed all the same). Limiters keep separate state for a
+// key unless they share a scope (core.WithName; by default limiters
+// configured alike do); two rules on one state for one request charge it
+// once (see Chain). Neither lim nor fn may be nil. Default: no further
+// rules.
 func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option {
 	return func(c *config) {
 		switch {
@@ -173,8 +175,10 @@ func WithErrorHandler(h ErrorHandler) Option {
 	}
 }
 
-// WithHeaders selects the rate-limit response headers. Default:
-// HeadersDraft11.
+// WithHeaders selects the rate-limit response headers. Each middleware
+// writes the whole chain's state in its own style (see Chain), so stacked
+// middlewares should share one style: with several, the last to write a
+// field wins, and HeadersNone writes nothing. Default: HeadersDraft11.
 func WithHeaders(style HeaderStyle) Option {
 	return func(c *config) {
 		if style >= numStyles {
@@ -260,8 +264,9 @@ func WithMaxDelay(d time.Duration) Option {
 // WithRefundOn refunds the whole cost of a request, on every rule, when
 // the handler's status makes match report true; e.g. ServerErrors, so a
 // failing backend does not eat the client's quota. It takes precedence over
-// WithReportedCost and WithResponseCost. match must not be nil. Default:
-// none.
+// WithReportedCost and WithResponseCost. Of stacked middlewares that
+// settle one limiter state, the innermost settles it. match must not be
+// nil. Default: none.
 func WithRefundOn(match func(status int) bool) Option {
 	return func(c *config) {
 		if match == nil {
@@ -276,12 +281,11 @@ func WithRefundOn(match func(status int) bool) Option {
 func ServerErrors(status int) bool { return status >= 500 && status <= 599 }
 
 // NotPassed reports whether status is a 5xx or a 429: a matcher for
-// WithRefundOn on an app-wide middleware stacked over a route's own. The
-// app-wide limit counts a request before the route's limit is asked; with
-// WithRefundOn(NotPassed) it gives the unit back when the route's limit
-// (or the application) answers 429, so only requests that pass are
-// counted, as they are across the limits of one Limiter or the rules of
-// one middleware (WithRule).
+// WithRefundOn that gives a request's cost back when the application
+// answers it with 429 or a server error. A Tollgate middleware further in
+// that denies a request needs no such option: stacked middlewares act as
+// one decision, and the denial leaves no charge in any of them (see
+// Chain).
 func NotPassed(status int) bool { return status == 429 || ServerErrors(status) }
 
 // WithReportedCost lets the handler report the real cost of a request,

@@ -154,8 +154,10 @@ func Cases() []Case {
 				// 3 − alice − this = 1: alice's denied request was refunded.
 				{Status: 200, Body: "ok", Want: header(hPolicy, `"per-ip";q=3;w=60`, hLimit, `"per-ip";r=1;t=60`)},
 				{Header: map[string]string{"X-User": "bob"}, Status: 200, Body: "ok", Want: header(hLimit, `"per-ip";r=0;t=60, "per-user";r=0;t=60`)},
+				// per-ip denies before per-user is asked: per-user's policy
+				// is listed all the same, as on the requests that pass.
 				{Header: map[string]string{"X-User": "carol"}, Status: 429, Body: Problem429(60, "per-ip"), Want: header(
-					hPolicy, `"per-ip";q=3;w=60`, hLimit, `"per-ip";r=0;t=60`, hRetry, "60")},
+					hPolicy, `"per-ip";q=3;w=60, "per-user";q=1;w=60`, hLimit, `"per-ip";r=0;t=60`, hRetry, "60")},
 			},
 		},
 		{
