@@ -27,6 +27,11 @@ const (
 
 // Cases returns the conformance table. Each call returns fresh values.
 func Cases() []Case {
+	return append(single(), stacked()...)
+}
+
+// single returns the cases of one middleware.
+func single() []Case {
 	return []Case{
 		{
 			Name:   "by default the client IP is the key, draft-11 headers are sent and the request over quota gets a 429 problem",

@@ -122,28 +122,58 @@ func checkDraft11(t *testing.T, h http.Header, status int, body []byte) {
 	}
 }
 
-// TestConformanceHeadersParse runs the shared table through nethttp and
-// parses every draft-11 header with httpsfv.
+// TestConformanceHeadersParse runs the shared table through nethttp, its
+// layers around nested muxes, and parses every header with httpsfv.
 func TestConformanceHeadersParse(t *testing.T) {
 	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		return nethttp.New(cfg.Limiter, cfg.Options...)(cfg.App)
-	}, func(t *testing.T, _ *guardtest.Case, _ *guardtest.Step, resp *http.Response, body []byte) {
-		if resp.Header.Get("RateLimit-Limit") == "" {
-			checkDraft11(t, resp.Header, resp.StatusCode, body)
+		route := wrap(cfg.App, cfg.In(guardtest.OnRoute))
+		api := http.NewServeMux()
+		api.Handle(guardtest.RoutePath, route)
+		api.Handle(guardtest.GroupPath, cfg.App)
+		mux := http.NewServeMux()
+		mux.Handle(guardtest.GroupPrefix+"/", wrap(api, cfg.In(guardtest.Grouped)))
+		mux.Handle("/", cfg.App)
+		return wrap(mux, cfg.In(guardtest.AppWide))
+	}, checkHeaders)
+}
+
+// wrap puts h behind the middlewares of layers, the first outermost.
+func wrap(h http.Handler, layers []guardtest.Layer) http.Handler {
+	for i := len(layers) - 1; i >= 0; i-- {
+		h = nethttp.New(layers[i].Limiter, layers[i].Options...)(h)
+	}
+	return h
+}
+
+// checkHeaders parses the rate-limit headers of a response of the table
+// as a client would: draft-11 lists with checkDraft11, a draft-06 policy
+// as a list of integer items with w, each quota once.
+func checkHeaders(t *testing.T, _ *guardtest.Case, _ *guardtest.Step, resp *http.Response, body []byte) {
+	t.Helper()
+	if resp.Header.Get("RateLimit-Limit") == "" {
+		checkDraft11(t, resp.Header, resp.StatusCode, body)
+		return
+	}
+	p := resp.Header.Values("RateLimit-Policy")
+	if len(p) == 0 {
+		return
+	}
+	l, err := httpsfv.UnmarshalList(p)
+	if err != nil {
+		t.Fatalf("draft-06 RateLimit-Policy %q: %v", p, err)
+	}
+	quotas := map[int64]bool{}
+	for _, m := range l {
+		q, ok := m.(httpsfv.Item).Value.(int64)
+		if !ok {
+			t.Errorf("draft-06 policy item %#v is not an integer", m)
 		}
-		if p := resp.Header.Values("RateLimit-Policy"); len(p) > 0 && resp.Header.Get("RateLimit-Limit") != "" {
-			// draft-06 policy: a list of integer items with w.
-			l, err := httpsfv.UnmarshalList(p)
-			if err != nil {
-				t.Fatalf("draft-06 RateLimit-Policy %q: %v", p, err)
-			}
-			for _, m := range l {
-				if _, ok := m.(httpsfv.Item).Value.(int64); !ok {
-					t.Errorf("draft-06 policy item %#v is not an integer", m)
-				}
-			}
+		if quotas[q] {
+			t.Errorf("draft-06 RateLimit-Policy %q lists the quota %d twice", p, q)
 		}
-	})
+		quotas[q] = true
+		param(t, m.(httpsfv.Item), "w")
+	}
 }
 
 // stubStore answers every operation with r.
