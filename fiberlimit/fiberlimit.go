@@ -107,7 +107,7 @@ var states = sync.Pool{New: func() any { return new(state) }}
 
 // release empties st and puts it back in the pool.
 func (st *state) release() {
-	st.chain.Reset()
+	st.chain = guard.Chain{}
 	st.w = writer{}
 	states.Put(st)
 }

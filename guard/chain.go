@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"sync"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -37,16 +38,41 @@ import (
 // middlewares on its chain, which run one inside the other; it is not safe
 // for concurrent use. The zero value is an empty Chain, ready to use.
 type Chain struct {
+	s *chainState // the state, from statePool, while a middleware serves the request
+}
+
+// chainState is what a Chain holds while a request is served. The
+// outermost middleware takes it from statePool and gives it back once
+// the request is over, so that carrying a Chain costs a request one
+// pointer in a value its adapter allocates anyway.
+type chainState struct {
 	entries []entry
 	one     [1]entry // storage for the first entry
 	stopped bool     // a middleware denied or failed the request (not in dry run)
 }
 
-// Reset empties c, so that the value holding it can serve another request.
-func (c *Chain) Reset() {
-	clear(c.entries)
-	c.one = [1]entry{}
-	c.entries, c.stopped = nil, false
+var statePool = sync.Pool{New: func() any { return new(chainState) }}
+
+// acquire returns c's state, taking one from statePool when c has none:
+// then own is true, and release must give it back.
+func (c *Chain) acquire() (s *chainState, own bool) {
+	if c.s != nil {
+		return c.s, false
+	}
+	c.s = statePool.Get().(*chainState)
+	return c.s, true
+}
+
+// release empties c's state and gives it back to statePool. Nothing refers
+// to it afterwards: Denials and listings copy what they keep. The inline
+// entry is not cleared, which costs as much as the rest of a request's
+// bookkeeping: the next request's first entry overwrites it, and the pool
+// drops idle states at every garbage collection.
+func (c *Chain) release() {
+	s := c.s
+	c.s = nil
+	s.entries, s.stopped = nil, false
+	statePool.Put(s)
 }
 
 // A ChainWriter is a Writer that carries its request's Chain: every
@@ -104,12 +130,12 @@ type entry struct {
 	// limits are the key's limits when d is a FailOpen decision
 	// (core.FromFailOpen), which knows none: RateLimit-Policy lists them.
 	limits []core.Limit
-	// pinned marks an entry whose RateLimit item is pin's, whatever its
-	// decision's binding limit: the entry that denied a request, whose
-	// item is the denying limit's (or, for a LeakyBucket delay over the
-	// maximum, the queued limit's) after the refunds.
-	pinned bool
-	pin    core.Limit
+	// pin is, plus one, the index among its limits of the limit whose
+	// RateLimit item an entry shows, whatever its decision's binding
+	// limit: for the entry that denied a request, the denying limit (or,
+	// for a LeakyBucket delay over the maximum, the queued one), after the
+	// refunds. 0 for the binding limit.
+	pin int
 	// never marks the entry that denied a cost above a limit's capacity:
 	// it has no RateLimit item.
 	never bool
@@ -118,17 +144,23 @@ type entry struct {
 	settled bool
 }
 
-// add appends e and returns its index.
-func (c *Chain) add(e entry) int {
+// add appends an entry of g's for lim's state of key, decided d, and
+// returns its index. It fills the entry in place: an entry is large.
+func (c *chainState) add(g *Guard, lim *core.Limiter, key string, d *core.Decision) int {
 	if c.entries == nil {
-		c.entries = c.one[:0]
+		c.entries = c.one[:1]
+	} else {
+		c.entries = append(c.entries, entry{})
 	}
-	c.entries = append(c.entries, e)
-	return len(c.entries) - 1
+	at := len(c.entries) - 1
+	e := &c.entries[at]
+	e.g, e.lim, e.key, e.d = g, lim, key, *d
+	e.held, e.limits, e.pin, e.never, e.settled = 0, nil, 0, false, false
+	return at
 }
 
 // find returns the index of the entry of lim's state for key, or -1.
-func (c *Chain) find(lim *core.Limiter, key string) int {
+func (c *chainState) find(lim *core.Limiter, key string) int {
 	for i := range c.entries {
 		e := &c.entries[i]
 		if e.key == key && (e.lim == lim || sameState(e.lim, lim)) {
@@ -188,19 +220,25 @@ func (e *entry) hidden() bool { return e.never || e.d.Source == core.FromFailOpe
 // limit's state: the denying limit, the queued one, or the one closest to
 // exhaustion.
 func (e *entry) item() (int, item) {
-	want := &e.d.Limit
-	if e.pinned {
-		want = &e.pin
-	}
 	if e.d.States == nil {
 		return 0, item{quota: e.d.Limit.Quota, remaining: e.d.Remaining, window: e.d.EffectiveWindow}
 	}
-	for j := range e.d.States {
-		if s := &e.d.States[j]; s.Limit == *want {
-			return j, item{quota: s.Limit.Quota, remaining: s.Remaining, window: s.EffectiveWindow}
+	j := e.pin - 1
+	if j < 0 || j >= len(e.d.States) {
+		j = indexOf(&e.d)
+	}
+	s := &e.d.States[j]
+	return j, item{quota: s.Limit.Quota, remaining: s.Remaining, window: s.EffectiveWindow}
+}
+
+// indexOf returns the index of d's binding limit among its states.
+func indexOf(d *core.Decision) int {
+	for j := range d.States {
+		if d.States[j].Limit == d.Limit {
+			return j
 		}
 	}
-	return 0, item{quota: e.d.Limit.Quota, remaining: e.d.Remaining, window: e.d.EffectiveWindow}
+	return 0
 }
 
 // adjust charges (diff > 0) or refunds (diff < 0) e. Headers written after
@@ -248,7 +286,7 @@ func (fs failures) report(r keyfuncs.Request) {
 // keepQueued, entries with a LeakyBucket limit keep their units (see
 // giveUp). It runs on the way out, so it ignores the request's
 // cancellation.
-func (c *Chain) stop(r keyfuncs.Request, keepQueued bool) {
+func (c *chainState) stop(r keyfuncs.Request, keepQueued bool) {
 	c.stopped = true
 	ctx := context.WithoutCancel(r.Context())
 	var fs failures
@@ -266,7 +304,7 @@ func (c *Chain) stop(r keyfuncs.Request, keepQueued bool) {
 
 // undo gives back what one Serve call charged (in dry run, where the
 // request goes on and other middlewares keep theirs).
-func (c *Chain) undo(r keyfuncs.Request, charges []charge) {
+func (c *chainState) undo(r keyfuncs.Request, charges []charge) {
 	ctx := context.WithoutCancel(r.Context())
 	var fs failures
 	for _, ch := range charges {

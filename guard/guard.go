@@ -124,15 +124,20 @@ func (g *Guard) NeedsResult() bool { return g.refundOn != nil || g.respCost != n
 // a 500 (see WithRefundOn).
 func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	ctx := r.Context()
-	ch := chainOf(w)
+	carried := chainOf(w)
+	ch, own := carried.acquire()
 	// open reports that the flow has not reached its outcome (deny, fail
 	// or pass): a panic or runtime.Goexit in a function of the
 	// configuration on the way stops the chain, giving back everything the
-	// request holds on it, and goes on unchanged.
+	// request holds on it, and goes on unchanged. The outermost middleware
+	// gives the chain's state back when the request is over.
 	open := true
 	defer func() {
 		if open {
 			ch.stop(r, false)
+		}
+		if own {
+			carried.release()
 		}
 	}()
 	if g.skip != nil && g.skip(r) {
@@ -191,11 +196,10 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			return g.fail(w, r, next, ch, charges, outer, &guardError{ErrLimiter, err})
 		}
 		if at < 0 {
-			e := entry{g: g, lim: ru.lim, key: key, d: d}
+			at = ch.add(g, ru.lim, key, &d)
 			if d.Source == core.FromFailOpen {
-				e.limits = ru.lim.Limits(ctx, key)
+				ch.entries[at].limits = ru.lim.Limits(ctx, key)
 			}
-			at = ch.add(e)
 			uses = append(uses, at)
 		} else {
 			ch.entries[at].d = d
@@ -227,7 +231,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 }
 
 // ruleOf returns the index of the rule of g whose state ch.entries[at] is.
-func ruleOf(g *Guard, ch *Chain, at int) int {
+func ruleOf(g *Guard, ch *chainState, at int) int {
 	e := &ch.entries[at]
 	for i := range g.rules {
 		if g.rules[i].lim == e.lim || sameState(g.rules[i].lim, e.lim) {
@@ -239,7 +243,7 @@ func ruleOf(g *Guard, ch *Chain, at int) int {
 
 // longestDelay returns the longest LeakyBucket delay of the decisions
 // charged, and the entry it is in.
-func longestDelay(ch *Chain, charges []charge) (time.Duration, int) {
+func longestDelay(ch *chainState, charges []charge) (time.Duration, int) {
 	var delay time.Duration
 	at := 0
 	for _, c := range charges {
@@ -269,7 +273,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // listing after its entries the policies of this middleware's later rules,
 // which were not consulted, and those the middlewares inside it listed on
 // the route (see WithHeaders).
-func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *Chain, charges []charge, rule, at int, cost int64, queued bool) error {
+func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *chainState, charges []charge, rule, at int, cost int64, queued bool) error {
 	e := &ch.entries[at]
 	dn := &Denial{
 		Rule:     rule,
@@ -280,10 +284,10 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *Chain, charges
 		DryRun:   g.dryRun,
 	}
 	retry := e.d.RetryAfter
-	e.pinned, e.pin = true, e.d.Limit
+	e.pin = indexOf(&e.d) + 1
 	if queued {
 		retry = e.d.Delay - g.maxDelay
-		e.pin = queuedLimit(&e.d)
+		e.pin = queuedIndex(&e.d) + 1
 	}
 	if retry == core.Never {
 		dn.Capacity = e.d.Limit.Capacity()
@@ -319,16 +323,18 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *Chain, charges
 	return g.denied(w, r, dn)
 }
 
-// queuedLimit returns the LeakyBucket limit of d with the longest delay.
-func queuedLimit(d *core.Decision) core.Limit {
-	var l core.Limit
+// queuedIndex returns the index, among d's limits, of the LeakyBucket
+// limit with the longest delay.
+func queuedIndex(d *core.Decision) int {
+	at, j := 0, 0
 	var longest time.Duration = -1
 	d.Each(func(s core.LimitState) {
 		if s.Limit.Algorithm == core.LeakyBucket && s.Delay > longest {
-			l, longest = s.Limit, s.Delay
+			at, longest = j, s.Delay
 		}
+		j++
 	})
-	return l
+	return at
 }
 
 // unasked returns the limits of the rules after rule, which a denial kept
@@ -336,7 +342,7 @@ func queuedLimit(d *core.Decision) core.Limit {
 // response that passed: for each, the limits for its key (a rule whose key
 // function fails or exempts the request is not listed, as it is not when
 // the request passes; a state on the chain already is listed there).
-func (g *Guard) unasked(r keyfuncs.Request, ch *Chain, rule int) []core.Limit {
+func (g *Guard) unasked(r keyfuncs.Request, ch *chainState, rule int) []core.Limit {
 	var out []core.Limit
 	for i := rule + 1; i < len(g.rules); i++ {
 		ru := &g.rules[i]
@@ -354,7 +360,7 @@ func (g *Guard) unasked(r keyfuncs.Request, ch *Chain, rule int) []core.Limit {
 // and the request goes on), and brings the headers that the middlewares
 // around this one set, for ch.entries[:outer], up to date. A cancelled LeakyBucket wait keeps its slots
 // (see WithMaxDelay).
-func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *Chain, charges []charge, outer int, err error) error {
+func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, charges []charge, outer int, err error) error {
 	if g.dryRun {
 		ch.undo(r, charges)
 		if g.hookError != nil {
@@ -375,7 +381,7 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *Chain, charges
 
 // pass calls the handler, settles the request afterwards, and learns the
 // policies the middlewares inside this one listed on the route.
-func (g *Guard) pass(r keyfuncs.Request, next Next, ch *Chain, uses []int) {
+func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int) {
 	ctx := r.Context()
 	mark := len(ch.entries) // the entries of the middlewares inside start here
 	if !g.reported && !g.NeedsResult() {
@@ -404,7 +410,7 @@ func (g *Guard) pass(r keyfuncs.Request, next Next, ch *Chain, uses []int) {
 // uses holds and the request's real cost, unless a middleware inside this
 // one settled it already, or stopped the request (and gave everything
 // back).
-func (g *Guard) settle(r keyfuncs.Request, ch *Chain, uses []int, res Result, slot *costSlot) {
+func (g *Guard) settle(r keyfuncs.Request, ch *chainState, uses []int, res Result, slot *costSlot) {
 	if ch.stopped {
 		return
 	}

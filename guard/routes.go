@@ -54,7 +54,7 @@ func (rm *routeMemory) inner(route string) []core.Limit {
 
 // learn remembers the limits of the entries that the middlewares inside g
 // added to ch, from index mark on, for r's route, unless r was stopped.
-func (g *Guard) learn(r keyfuncs.Request, ch *Chain, mark int) {
+func (g *Guard) learn(r keyfuncs.Request, ch *chainState, mark int) {
 	if ch.stopped || mark > len(ch.entries) {
 		return
 	}
