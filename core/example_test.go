@@ -247,3 +247,14 @@ func ExampleLimit_Validate() {
 	// true tollgate: invalid limit {Quota: 10, Period: 1s}: precision 300ms does not divide period 1s into whole microsecond buckets
 	// true tollgate: invalid limit {Quota: 10, Period: 1m0s}: name "naïve" is not printable ASCII
 }
+
+// A limit whose cost is not requests says what it counts: the unit is sent
+// as qu in RateLimit-Policy, and is part of the limit's default name.
+func ExampleLimit_WithUnit() {
+	l := core.PerMinute(10_000).WithUnit("tokens")
+	fmt.Println(l.PolicyName(), l.Validate())
+	fmt.Println(errors.Is(core.PerMinute(1).WithUnit("content bytes").Validate(), core.ErrInvalidLimit))
+	// Output:
+	// 10000-tokens-per-1m <nil>
+	// true
+}
