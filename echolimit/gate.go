@@ -86,7 +86,9 @@ func (x *gate) call(ctx context.Context) guard.Result {
 		res := c.Response()
 		res.Writer = &x.rw
 		err = x.next(c)
-		res.Writer = x.rw.prev
+		if res.Writer == http.ResponseWriter(&x.rw) {
+			res.Writer = x.rw.prev // unless a middleware further in replaced it for good
+		}
 	} else {
 		err = x.next(c)
 	}

@@ -72,8 +72,8 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 			}
 			return guard.Result{Status: c.Writer.Status(), Bytes: int64(max(c.Writer.Size(), 0))}
 		})
-		if x.ResponseWriter != nil {
-			c.Writer = x.ResponseWriter
+		if x.ResponseWriter != nil && c.Writer == gin.ResponseWriter(x) {
+			c.Writer = x.ResponseWriter // unless a middleware further in replaced it for good
 		}
 		if !passed {
 			c.Abort()

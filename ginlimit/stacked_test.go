@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/ginlimit"
+	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/nethttp"
 )
 
@@ -113,4 +114,26 @@ func TestAnAppWideDenialListsTheRoutesPolicies(t *testing.T) {
 			t.Errorf("step %d GET %s: %d %q, want %d %q", i, s.path, rec.Code, rec.Header().Get("RateLimit-Policy"), s.status, s.policy)
 		}
 	}
+}
+
+// The middleware carries the chain in c.Writer while gin's chain runs
+// further in, and gives the writer back when it returns.
+func TestCWriterIsRestored(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	r.Use(func(c *gin.Context) {
+		before := c.Writer
+		c.Next()
+		if c.Writer != before {
+			t.Errorf("c.Writer is %T after the middleware, want %T", c.Writer, before)
+		}
+	})
+	r.Use(ginlimit.New(newLimiter(t, nil, fixed(5, "app"))))
+	r.GET("/", func(c *gin.Context) {
+		if guard.FindChain(c.Writer) == nil {
+			t.Error("the handler's c.Writer carries no chain")
+		}
+		c.Status(http.StatusOK)
+	})
+	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 }
