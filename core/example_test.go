@@ -286,3 +286,14 @@ func ExampleLimiter_Release() {
 	// request 3: allowed false by 2-in-flight, 0 more may start
 	// after a release: allowed true
 }
+
+// A limit whose cost is not requests says what it counts: the unit is sent
+// as qu in RateLimit-Policy, and is part of the limit's default name.
+func ExampleLimit_WithUnit() {
+	l := core.PerMinute(10_000).WithUnit("tokens")
+	fmt.Println(l.PolicyName(), l.Validate())
+	fmt.Println(errors.Is(core.PerMinute(1).WithUnit("content bytes").Validate(), core.ErrInvalidLimit))
+	// Output:
+	// 10000-tokens-per-1m <nil>
+	// true
+}

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/core/engine"
@@ -55,7 +56,21 @@ type Limit struct {
 	Precision time.Duration
 	// Algorithm selects the counting method. Default: SlidingWindow.
 	Algorithm Algorithm
+	// Unit is the quota unit: what one cost unit counts, sent as the qu
+	// parameter of RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers),
+	// e.g. "content-bytes" (registered by the draft, with "requests" and
+	// "concurrent-requests") or a unit of your own such as "tokens", which
+	// clients may not know. It must be an sf-token of at most MaxUnitLen
+	// bytes: a letter or '*', then letters, digits and
+	// !#$%&'*+-.^_`|~:/. It is part of the limit's identity (its default
+	// name, and the default scope of a Limiter) but not of its stored
+	// state: renaming the unit of a named Limiter keeps its usage.
+	// Default: "", requests, and no qu parameter.
+	Unit string
 }
+
+// MaxUnitLen is the longest Unit, in bytes.
+const MaxUnitLen = 64
 
 // Per returns a limit of n units per period d, counted by SlidingWindow.
 func Per(n int64, d time.Duration) Limit { return Limit{Quota: n, Period: d} }
@@ -95,6 +110,20 @@ func (l Limit) WithPrecision(p time.Duration) Limit { l.Precision = p; return l 
 // Named returns a copy of l with Name name.
 func (l Limit) Named(name string) Limit { l.Name = name; return l }
 
+// WithUnit returns a copy of l whose cost units count unit, e.g.
+// core.PerMinute(10_000).WithUnit("tokens").
+func (l Limit) WithUnit(unit string) Limit { l.Unit = unit; return l }
+
+// QuotaUnit returns the quota unit headers send for l (draft-11's qu):
+// Unit, or for a Concurrency limit without one "concurrent-requests";
+// "" means requests, the draft's default.
+func (l Limit) QuotaUnit() string {
+	if l.Unit == "" && l.Algorithm == Concurrency {
+		return "concurrent-requests"
+	}
+	return l.Unit
+}
+
 // Capacity returns the most cost that can pass at once: Burst (default
 // Quota) for TokenBucket, GCRA and LeakyBucket, Quota for the others.
 // A cost above Capacity is never allowed.
@@ -105,17 +134,22 @@ func (l Limit) Capacity() int64 {
 	return l.Quota
 }
 
-// PolicyName returns Name, or when it is empty a name derived from Quota
-// and Period: "100-per-1m", "10-per-1s", "5000-per-1d", "3-per-90s"; for
-// a Concurrency limit, from Quota alone: "8-in-flight".
+// PolicyName returns Name, or when it is empty a name derived from Quota,
+// Unit and Period: "100-per-1m", "10-per-1s", "5000-per-1d", "3-per-90s",
+// "10000-tokens-per-1m"; for a Concurrency limit, from Quota and Unit
+// alone: "8-in-flight".
 func (l Limit) PolicyName() string {
 	if l.Name != "" {
 		return l.Name
 	}
-	if l.Algorithm == Concurrency {
-		return strconv.FormatInt(l.Quota, 10) + "-in-flight"
+	q := strconv.FormatInt(l.Quota, 10)
+	if l.Unit != "" {
+		q += "-" + l.Unit
 	}
-	return strconv.FormatInt(l.Quota, 10) + "-per-" + shortDuration(l.Period)
+	if l.Algorithm == Concurrency {
+		return q + "-in-flight"
+	}
+	return q + "-per-" + shortDuration(l.Period)
 }
 
 // String returns a readable form, e.g. "100-per-1m (sliding-window)".
@@ -146,15 +180,38 @@ func (l Limit) Validate() error {
 	return err
 }
 
+// validateName checks what no computation reads but headers carry: Name
+// and Unit.
 func (l *Limit) validateName() error {
 	switch {
 	case len(l.Name) > MaxNameLen:
 		return l.invalid("name is %d bytes long, more than %d", len(l.Name), MaxNameLen)
 	case !isPrintableASCII(l.Name):
 		return l.invalid("name %q is not printable ASCII", l.Name)
+	case len(l.Unit) > MaxUnitLen:
+		return l.invalid("unit is %d bytes long, more than %d", len(l.Unit), MaxUnitLen)
+	case l.Unit != "" && !isToken(l.Unit):
+		return l.invalid("unit %q is not an sf-token (a letter or '*', then letters, digits and !#$%%&'*+-.^_`|~:/)", l.Unit)
 	}
 	return nil
 }
+
+// isToken reports whether s is an RFC 9651 sf-token: ALPHA or "*", then
+// tchar, ":" or "/".
+func isToken(s string) bool {
+	if s == "" || !(isAlpha(s[0]) || s[0] == '*') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !isAlpha(c) && !('0' <= c && c <= '9') && !strings.ContainsRune("!#$%&'*+-.^_`|~:/", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 func (l *Limit) invalid(format string, args ...any) error {
 	return fmt.Errorf("%w %s: %s", ErrInvalidLimit, l.debugName(), fmt.Sprintf(format, args...))

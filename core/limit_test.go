@@ -48,6 +48,11 @@ func TestLimitValidateRejects(t *testing.T) {
 		{"a name that is not ASCII", core.PerSecond(1).Named("per-minute-é"), "is not printable ASCII"},
 		{"a name of invalid UTF-8", core.PerSecond(1).Named("\xff"), "is not printable ASCII"},
 		{"a name longer than MaxNameLen", core.PerSecond(1).Named(strings.Repeat("n", core.MaxNameLen+1)), "name is 129 bytes long, more than 128"},
+		{"a unit with a space", core.PerSecond(1).WithUnit("content bytes"), `unit "content bytes" is not an sf-token`},
+		{"a unit starting with a digit", core.PerSecond(1).WithUnit("1k-bytes"), "is not an sf-token"},
+		{"a unit with a quote", core.PerSecond(1).WithUnit(`to"kens`), "is not an sf-token"},
+		{"a unit that is not ASCII", core.PerSecond(1).WithUnit("octets-é"), "is not an sf-token"},
+		{"a unit longer than MaxUnitLen", core.PerSecond(1).WithUnit(strings.Repeat("u", core.MaxUnitLen+1)), "unit is 65 bytes long, more than 64"},
 		// Even at a 1s tick: 2^47 × 2 ticks > 2^47.
 		{"a capacity × period too large even at a 1s tick", core.Per(core.MaxQuota, 2*time.Second), "capacity 140737488355328 × period 2s is too large to compute exactly"},
 		{"a burst × period too large even at a 1s tick", core.Per(1, 2*time.Second).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket), "capacity 140737488355328 × period 2s is too large"},
@@ -109,6 +114,10 @@ func TestLimitValidateAccepts(t *testing.T) {
 		{"a name with every printable ASCII character", core.PerSecond(1).Named(printableASCII()[:core.MaxNameLen-33])},
 		{"a name with quotes and backslashes", core.PerSecond(1).Named(`per "minute" \ plan`)},
 		{"an odd period", core.Per(3, 1234567*us)},
+		{"a registered unit", core.PerSecond(1).WithUnit("content-bytes")},
+		{"a unit of one's own", core.PerSecond(1).WithUnit("tokens")},
+		{"a unit with every other character an sf-token allows", core.PerSecond(1).WithUnit("*A9!#$%&'*+-.^_`|~:/")},
+		{"a unit of MaxUnitLen bytes", core.PerSecond(1).WithUnit(strings.Repeat("u", core.MaxUnitLen))},
 	}
 	for _, alg := range []core.Algorithm{core.SlidingWindow, core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.BucketedWindow} {
 		// A tick of 1ms and of 1s.
@@ -228,6 +237,8 @@ func TestLimitPolicyName(t *testing.T) {
 		{core.PerMinute(100).WithAlgorithm(core.GCRA), "100-per-1m"},
 		{core.PerMinute(100).Named("search"), "search"},
 		{core.InFlight(8, time.Minute), "8-in-flight"},
+		{core.PerMinute(10_000).WithUnit("tokens"), "10000-tokens-per-1m"},
+		{core.PerMinute(10_000).WithUnit("tokens").Named("llm"), "llm"},
 	}
 	for _, tt := range tests {
 		if got := tt.limit.PolicyName(); got != tt.want {

@@ -169,7 +169,7 @@ func isNil(s Store) bool {
 // the same scope, so a fleet's processes share a Limiter's keys by giving
 // it the same name, or the same limits. It must be printable ASCII, at most
 // MaxNameLen bytes. Default: derived from the Limiter's limits (their
-// algorithm, quota, period, burst, precision and name), so that Limiters
+// algorithm, quota, period, burst, precision, name and unit), so that Limiters
 // configured alike share keys and others do not; a Limiter with only a
 // WithLimitsFunc has the empty scope.
 func WithName(name string) Option {
@@ -194,7 +194,11 @@ func defaultScope(limits []Limit) string {
 	}
 	h := fnv.New64a()
 	for _, lim := range limits {
-		fmt.Fprintf(h, "%d/%d/%d/%d/%d/%q;", lim.Algorithm, lim.Quota, lim.Period, lim.Burst, lim.Precision, lim.Name)
+		fmt.Fprintf(h, "%d/%d/%d/%d/%d/%q", lim.Algorithm, lim.Quota, lim.Period, lim.Burst, lim.Precision, lim.Name)
+		if lim.Unit != "" { // absent from the digests of limits without a unit, which stay as they were
+			fmt.Fprintf(h, "/%q", lim.Unit)
+		}
+		h.Write([]byte{';'})
 	}
 	return "l" + strconv.FormatUint(h.Sum64(), 36)
 }

@@ -229,6 +229,13 @@ func TestLimitersOnOneStoreAreScopedByTheirLimits(t *testing.T) {
 			t.Errorf("%s.Allow after 4 of app's: Remaining = %d, want %d", c.name, d.Remaining, c.want)
 		}
 	}
+	// A unit is part of a limit's identity: 5 tokens a minute are not 5
+	// requests a minute, and do not share their state.
+	tokens := mk(core.PerMinute(5).Named(app.Name()).WithUnit("tokens"))
+	plain := mk(core.PerMinute(5).Named(app.Name()))
+	if tokens.Name() == plain.Name() {
+		t.Errorf("a limit with a unit and one without share the scope %q", tokens.Name())
+	}
 	if _, err := core.New(store, core.PerMinute(5), core.WithName("bad\nname")); err == nil {
 		t.Error("WithName with a control character: New succeeded, want an error")
 	}

@@ -10,10 +10,14 @@ import (
 	"github.com/tollgate/tollgate/guard/guardtest"
 )
 
+// TestConformance runs the shared table with the app-wide middleware
+// mounted with e.Use. echo routes before its middleware runs (c.Path()),
+// so the table runs with RunKnownRoutes.
 func TestConformance(t *testing.T) {
-	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+	guardtest.RunKnownRoutes(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
 		e := echo.New()
-		e.Use(echolimit.New(cfg.Limiter, cfg.Options...))
+		e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
+		mountGroup(e, cfg, nil)
 		e.Any("/*", echo.WrapHandler(cfg.App))
 		return e
 	})
@@ -22,10 +26,35 @@ func TestConformance(t *testing.T) {
 // TestConformanceWithConfig runs the table through NewWithConfig, as
 // route middleware, with the guard options passed in Config.Options.
 func TestConformanceWithConfig(t *testing.T) {
-	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+	guardtest.RunKnownRoutes(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
 		e := echo.New()
-		mw := echolimit.NewWithConfig(echolimit.Config{Limiter: cfg.Limiter, Options: cfg.Options})
-		e.Any("/*", echo.WrapHandler(cfg.App), mw)
+		withConfig := func(l guardtest.Layer) echo.MiddlewareFunc {
+			return echolimit.NewWithConfig(echolimit.Config{Limiter: l.Limiter, Options: l.Options})
+		}
+		app := middlewares(cfg.In(guardtest.AppWide), withConfig)
+		e.Any("/*", echo.WrapHandler(cfg.App), app...)
+		mountGroup(e, cfg, app)
 		return e
 	})
+}
+
+// mountGroup mounts the group and its routes of a stacked case on e,
+// behind outer.
+func mountGroup(e *echo.Echo, cfg guardtest.Config, outer []echo.MiddlewareFunc) {
+	g := e.Group(guardtest.GroupPrefix, append(outer, middlewares(cfg.In(guardtest.Grouped), nil)...)...)
+	g.Any(guardtest.RoutePath[len(guardtest.GroupPrefix):], echo.WrapHandler(cfg.App), middlewares(cfg.In(guardtest.OnRoute), nil)...)
+	g.Any(guardtest.GroupPath[len(guardtest.GroupPrefix):], echo.WrapHandler(cfg.App))
+}
+
+// middlewares returns the middlewares of layers, outermost first, built by
+// mk (echolimit.New by default).
+func middlewares(layers []guardtest.Layer, mk func(guardtest.Layer) echo.MiddlewareFunc) []echo.MiddlewareFunc {
+	if mk == nil {
+		mk = func(l guardtest.Layer) echo.MiddlewareFunc { return echolimit.New(l.Limiter, l.Options...) }
+	}
+	ms := make([]echo.MiddlewareFunc, 0, len(layers))
+	for _, l := range layers {
+		ms = append(ms, mk(l))
+	}
+	return ms
 }

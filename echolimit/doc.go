@@ -47,12 +47,12 @@
 //
 // # Several limits
 //
-// Two Tollgate middlewares on one request (one app-wide, one on a route)
-// each decide and count; the inner one appends its items to the outer
-// one's RateLimit-Policy and RateLimit lists, so the client sees both. The
-// app-wide one counts a request the route's limit then denies, unless it
-// has WithRefundOn(guard.NotPassed). Several limits on one Limiter, or
-// WithRule (per IP and per user, say), decide all at once instead.
+// Tollgate middlewares stacked on one request (app-wide, group, route)
+// act as one decision (see guard.Chain): a request one of them denies
+// leaves no charge in the others, a limiter state is charged once per
+// request however many of them apply it, and the headers list every
+// policy the request is under, each once. Several limits on one Limiter,
+// or WithRule (per IP and per user, say), decide within one middleware.
 //
 // # Settling after the handler
 //

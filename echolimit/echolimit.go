@@ -34,6 +34,14 @@ import (
 // context; handlers report with ReportCost(c, n) or
 // guard.ReportCost(c.Request().Context(), n).
 //
+// Stacked Tollgate middlewares act as one decision (see guard.Chain): the
+// first one on a request's chain carries the chain in a thin wrapper of
+// c.Response().Writer while the rest of echo's chain runs (restored when
+// it returns), where the middlewares further in, and a nethttp middleware
+// in an http.Handler mounted with echo.WrapHandler, find it. An echo
+// server mounted in a nethttp middleware finds that middleware's chain
+// through c.Response().
+//
 // Register the middleware with e.Use, Group or a route, not e.Pre: before
 // routing c.Path() is empty, and keyfuncs.Route has no key.
 //
@@ -54,6 +62,10 @@ func New(lim *core.Limiter, opts ...Option) echo.MiddlewareFunc {
 		// closure small.
 		return func(c echo.Context) error {
 			x := &gate{c: c, next: next, track: g.NeedsResult()}
+			if x.rw.chain = guard.FindChain(c.Response().Writer); x.rw.chain == nil {
+				// The first Tollgate middleware of the request.
+				x.rw.chain, x.rw.prev = &x.own, c.Response().Writer
+			}
 			if err := g.Serve(x, x, x.call); err != nil {
 				return err
 			}

@@ -1,7 +1,9 @@
 package echolimit
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -11,21 +13,66 @@ import (
 )
 
 // gate is one request as a Guard sees it: both its keyfuncs.Request and
-// its guard.Writer, over the echo.Context. One allocation per request
-// serves both, and the options below reach the echo.Context through it.
+// its guard.ChainWriter, over the echo.Context. One allocation per request
+// serves both, holds the request's chain, and lets the options below reach
+// the echo.Context.
+//
+// The middleware that starts the request's chain (no Tollgate middleware
+// around it, found by guard.FindChain) installs its rw as
+// c.Response().Writer while the rest of echo's chain runs: the
+// middlewares further in, and an http.Handler mounted with
+// echo.WrapHandler, find the chain there.
 type gate struct {
 	c     echo.Context
 	next  echo.HandlerFunc
 	err   error // the next handler's error, when not committed
 	track bool  // commit the handler's error and report the status
+	rw    chainWriter
+	own   guard.Chain
 	nhv   int
 	hv    [4]string // storage for the values of the headers the Guard sets
 }
 
 var (
-	_ keyfuncs.Request = (*gate)(nil)
-	_ guard.Writer     = (*gate)(nil)
+	_ keyfuncs.Request    = (*gate)(nil)
+	_ guard.ChainWriter   = (*gate)(nil)
+	_ http.ResponseWriter = (*chainWriter)(nil)
 )
+
+// Chain implements guard.ChainWriter.
+func (x *gate) Chain() *guard.Chain { return x.rw.chain }
+
+// chainWriter is the http.ResponseWriter that carries the request's chain
+// down echo's chain, over the writer it replaced (prev), to which it
+// passes every call.
+type chainWriter struct {
+	chain *guard.Chain        // own, or that of a middleware around this one
+	prev  http.ResponseWriter // the writer it replaced, when installed
+}
+
+// Chain lets guard.FindChain find the chain from c.Response().Writer.
+func (w *chainWriter) Chain() *guard.Chain { return w.chain }
+
+// Header implements http.ResponseWriter.
+func (w *chainWriter) Header() http.Header { return w.prev.Header() }
+
+// Write implements http.ResponseWriter.
+func (w *chainWriter) Write(b []byte) (int, error) { return w.prev.Write(b) }
+
+// WriteHeader implements http.ResponseWriter.
+func (w *chainWriter) WriteHeader(code int) { w.prev.WriteHeader(code) }
+
+// Flush implements http.Flusher, through http.ResponseController; it does
+// nothing when the writer replaced cannot flush.
+func (w *chainWriter) Flush() { _ = http.NewResponseController(w.prev).Flush() }
+
+// Hijack implements http.Hijacker, through http.ResponseController.
+func (w *chainWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.prev).Hijack()
+}
+
+// Unwrap returns the writer replaced, for http.ResponseController.
+func (w *chainWriter) Unwrap() http.ResponseWriter { return w.prev }
 
 // call is the guard.Next of the request: it runs the rest of echo's chain
 // with ctx as the request's context.
@@ -34,7 +81,17 @@ func (x *gate) call(ctx context.Context) guard.Result {
 	if r := c.Request(); ctx != r.Context() {
 		c.SetRequest(r.WithContext(ctx))
 	}
-	err := x.next(c)
+	var err error
+	if x.rw.prev != nil {
+		res := c.Response()
+		res.Writer = &x.rw
+		err = x.next(c)
+		if res.Writer == http.ResponseWriter(&x.rw) {
+			res.Writer = x.rw.prev // unless a middleware further in replaced it for good
+		}
+	} else {
+		err = x.next(c)
+	}
 	if !x.track {
 		x.err = err
 		return guard.Result{}
@@ -89,14 +146,6 @@ func (x *gate) SetHeader(name, value string) {
 	h[name] = []string{value}
 }
 
-// GetHeader implements guard.HeaderGetter. name is canonical.
-func (x *gate) GetHeader(name string) string {
-	if v := x.c.Response().Header()[name]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
 // WriteResponse implements guard.Writer, through echo's Response so that
 // its Status, Size and Committed are kept.
 func (x *gate) WriteResponse(status int, body []byte) error {
@@ -105,5 +154,3 @@ func (x *gate) WriteResponse(status int, body []byte) error {
 	_, err := res.Write(body)
 	return err
 }
-
-var _ guard.HeaderGetter = (*gate)(nil)

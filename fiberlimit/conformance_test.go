@@ -18,13 +18,30 @@ import (
 // context the middleware passes on (and with it the cost slot of
 // WithReportedCost), so the table's App is mounted through withUserContext,
 // which hands it c.UserContext() instead.
+//
+// Middleware added with app.Use or to a group runs before fiber picks the
+// route that answers, so the table runs with Run, not RunKnownRoutes.
 func TestConformance(t *testing.T) {
 	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
 		app := fiber.New()
-		app.Use(fiberlimit.New(cfg.Limiter, cfg.Options...))
+		for _, h := range handlers(cfg.In(guardtest.AppWide)) {
+			app.Use(h)
+		}
+		api := app.Group(guardtest.GroupPrefix, handlers(cfg.In(guardtest.Grouped))...)
+		api.All(guardtest.RoutePath[len(guardtest.GroupPrefix):], append(handlers(cfg.In(guardtest.OnRoute)), withUserContext(cfg.App))...)
+		api.All(guardtest.GroupPath[len(guardtest.GroupPrefix):], withUserContext(cfg.App))
 		app.Use(withUserContext(cfg.App))
 		return adaptor.FiberApp(app)
 	})
+}
+
+// handlers returns the middlewares of layers, outermost first.
+func handlers(layers []guardtest.Layer) []fiber.Handler {
+	hs := make([]fiber.Handler, 0, len(layers))
+	for _, l := range layers {
+		hs = append(hs, fiberlimit.New(l.Limiter, l.Options...))
+	}
+	return hs
 }
 
 // withUserContext runs h as a fiber handler, with c.UserContext() as the

@@ -2,6 +2,7 @@ package fiberlimit
 
 import (
 	"context"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -23,6 +24,14 @@ import (
 // guard.ErrorStatus). Both end the chain: the handler returns nil, or the
 // error of a DeniedHandler or ErrorHandler of WithDeniedHandler or
 // WithErrorHandler, which fiber's ErrorHandler then answers.
+//
+// Stacked Tollgate middlewares act as one decision (see guard.Chain): the
+// first one on a request's chain keeps the chain in c.Locals while the
+// rest of fiber's chain runs, where the middlewares further in find it. A
+// Tollgate middleware added with app.Use or to a group runs before fiber
+// picks the route that answers, so a 429 it answers itself lists its own
+// policies only, not those of the route's middleware (see
+// guard.RoutePatterner).
 //
 // The next handlers run with c.UserContext() set to the context the Guard
 // passes on (it carries the cost slot of WithReportedCost); the previous
@@ -47,10 +56,17 @@ func New(lim *core.Limiter, opts ...Option) fiber.Handler {
 	}
 	track := g.NeedsResult()
 	return func(c *fiber.Ctx) error {
-		v := view{c}
+		st := states.Get().(*state)
+		st.w.c = c
+		st.w.chain, _ = c.Locals(chainKey{}).(*guard.Chain)
+		first := st.w.chain == nil // the first Tollgate middleware of the request
+		if first {
+			st.w.chain = &st.chain
+			c.Locals(chainKey{}, st.w.chain)
+		}
 		prev := c.UserContext()
 		var nextErr error
-		err := g.Serve(v, v, func(ctx context.Context) guard.Result {
+		err := g.Serve(view{c}, &st.w, func(ctx context.Context) guard.Result {
 			c.SetUserContext(ctx)
 			nextErr = c.Next()
 			c.SetUserContext(prev)
@@ -63,11 +79,37 @@ func New(lim *core.Limiter, opts ...Option) fiber.Handler {
 			}
 			return result(c)
 		})
+		if first {
+			c.Locals(chainKey{}, nil)
+		}
+		st.release()
 		if err != nil {
 			return err
 		}
 		return nextErr
 	}
+}
+
+// chainKey is the c.Locals key of the request's guard.Chain.
+type chainKey struct{}
+
+// state is what one middleware holds for one request: its writer and, for
+// the first Tollgate middleware of the request, the chain, which the
+// middlewares further in find in c.Locals. Nothing refers to it once the
+// middleware returns (headers and bodies are copied into fasthttp's
+// buffers), so it is pooled.
+type state struct {
+	w     writer
+	chain guard.Chain
+}
+
+var states = sync.Pool{New: func() any { return new(state) }}
+
+// release empties st and puts it back in the pool.
+func (st *state) release() {
+	st.chain = guard.Chain{}
+	st.w = writer{}
+	states.Put(st)
 }
 
 // commit answers err through the app's ErrorHandler now, as fiber does at

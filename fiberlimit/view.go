@@ -13,9 +13,9 @@ import (
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
-// view is the keyfuncs.Request and the guard.Writer of one request. It is
-// pointer shaped, so converting it to either interface allocates nothing,
-// and it lets the options of this package reach the *fiber.Ctx again.
+// view is the keyfuncs.Request of one request. It is pointer shaped, so
+// converting it to the interface allocates nothing, and it lets the
+// options of this package reach the *fiber.Ctx again.
 //
 // The strings a *fiber.Ctx returns point into fasthttp's request buffer,
 // which is reused for the next request on the connection once the handler
@@ -25,8 +25,8 @@ import (
 type view struct{ c *fiber.Ctx }
 
 var (
-	_ keyfuncs.Request = view{}
-	_ guard.Writer     = view{}
+	_ keyfuncs.Request     = view{}
+	_ guard.RoutePatterner = view{}
 )
 
 // Method implements keyfuncs.Request. Standard methods are returned as
@@ -74,6 +74,18 @@ func (v view) Route() string {
 	return rt.Path // owned by the app, not the request
 }
 
+// RoutePattern implements guard.RoutePatterner: c.Route().Path for a
+// handler of the route that answers, e.g. "/v1/users/:id"; "" for
+// middleware added with app.Use or to a group, which runs before fiber
+// picks that route.
+func (v view) RoutePattern() string {
+	rt := v.c.Route()
+	if len(rt.Handlers) == 0 || rt.Method == "USE" { // fiber's fallback route, or app.Use's
+		return ""
+	}
+	return rt.Path
+}
+
 // Header implements keyfuncs.Request.
 func (v view) Header(name string) string { return strings.Clone(v.c.Get(name)) }
 
@@ -116,16 +128,24 @@ func (v view) RemoteAddr() string {
 // Context implements keyfuncs.Request: c.UserContext().
 func (v view) Context() context.Context { return v.c.UserContext() }
 
-// SetHeader implements guard.Writer.
-func (v view) SetHeader(name, value string) { v.c.Response().Header.Set(name, value) }
+// writer is the guard.ChainWriter of one request: c's response and the
+// request's chain. It is a pair of pointers, passed by pointer.
+type writer struct {
+	c     *fiber.Ctx
+	chain *guard.Chain
+}
 
-// GetHeader implements guard.HeaderGetter. The value is a copy: fasthttp
-// reuses its buffers.
-func (v view) GetHeader(name string) string { return string(v.c.Response().Header.Peek(name)) }
+var _ guard.ChainWriter = (*writer)(nil)
+
+// Chain implements guard.ChainWriter.
+func (w *writer) Chain() *guard.Chain { return w.chain }
+
+// SetHeader implements guard.Writer. fasthttp copies the value.
+func (w *writer) SetHeader(name, value string) { w.c.Response().Header.Set(name, value) }
 
 // WriteResponse implements guard.Writer. The body is copied.
-func (v view) WriteResponse(status int, body []byte) error {
-	resp := v.c.Response()
+func (w *writer) WriteResponse(status int, body []byte) error {
+	resp := w.c.Response()
 	resp.SetStatusCode(status)
 	resp.SetBody(body)
 	return nil
@@ -147,5 +167,3 @@ func Ctx(r keyfuncs.Request) *fiber.Ctx {
 	}
 	return nil
 }
-
-var _ guard.HeaderGetter = view{}

@@ -11,27 +11,47 @@ import (
 )
 
 // TestConformance runs the shared table: the same statuses, headers and
-// bodies as every other adapter. Requests reach App through NoRoute, so
-// every method and path goes through the app-wide middleware.
+// bodies as every other adapter. Requests outside the group reach App
+// through NoRoute, so every method and path goes through the app-wide
+// middleware. gin knows the route before any middleware runs (FullPath),
+// so the table runs with RunKnownRoutes.
 func TestConformance(t *testing.T) {
-	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+	guardtest.RunKnownRoutes(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
 		r := gin.New()
-		r.Use(ginlimit.New(cfg.Limiter, cfg.Options...))
+		r.Use(handlers(cfg.In(guardtest.AppWide))...)
+		mountGroup(r, cfg)
 		r.NoRoute(gin.WrapH(cfg.App))
 		return r
 	})
 }
 
-// TestConformanceOnARoute runs the table again with the middleware on a
-// route rather than app-wide: per-route decoration behaves the same.
+// TestConformanceOnARoute runs the table again with the app-wide
+// middleware on routes rather than r.Use: per-route decoration behaves
+// the same.
 func TestConformanceOnARoute(t *testing.T) {
-	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+	guardtest.RunKnownRoutes(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
 		r := gin.New()
-		mw := ginlimit.New(cfg.Limiter, cfg.Options...)
-		h := gin.WrapH(cfg.App)
+		app := handlers(cfg.In(guardtest.AppWide))
 		for _, path := range []string{"/", "/health"} {
-			r.Any(path, mw, h)
+			r.Any(path, append(app, gin.WrapH(cfg.App))...)
 		}
+		mountGroup(r.Group("", app...), cfg)
 		return r
 	})
+}
+
+// mountGroup mounts the group and its routes of a stacked case on r.
+func mountGroup(r gin.IRouter, cfg guardtest.Config) {
+	g := r.Group(guardtest.GroupPrefix, handlers(cfg.In(guardtest.Grouped))...)
+	g.Any(guardtest.RoutePath[len(guardtest.GroupPrefix):], append(handlers(cfg.In(guardtest.OnRoute)), gin.WrapH(cfg.App))...)
+	g.Any(guardtest.GroupPath[len(guardtest.GroupPrefix):], gin.WrapH(cfg.App))
+}
+
+// handlers returns the middlewares of layers, outermost first.
+func handlers(layers []guardtest.Layer) []gin.HandlerFunc {
+	hs := make([]gin.HandlerFunc, 0, len(layers)+1)
+	for _, l := range layers {
+		hs = append(hs, ginlimit.New(l.Limiter, l.Options...))
+	}
+	return hs
 }

@@ -18,6 +18,13 @@ import (
 //	api := r.Group("/api", ginlimit.New(apiLim))
 //	r.POST("/search", ginlimit.New(searchLim, ginlimit.WithCost(5)), search)
 //
+// Stacked Tollgate middlewares act as one decision (see guard.Chain): the
+// first one on a request's chain carries the chain in a thin wrapper of
+// c.Writer while the rest of gin's chain runs (restored when it returns),
+// where the middlewares further in, and a nethttp middleware in an
+// http.Handler mounted with gin.WrapH, find it. A gin engine mounted in a
+// nethttp middleware finds that middleware's chain through c.Writer.
+//
 // The rate-limit headers are set before the rest of the chain runs. A
 // denied request gets 429 with Retry-After and a problem+json body (or the
 // response of WithDeniedHandler), a request that cannot be decided the
@@ -47,9 +54,14 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 	}
 	track := g.NeedsResult()
 	return func(c *gin.Context) {
-		x := request{c}
+		x := &writer{c: c, chain: guard.FindChain(c.Writer)}
+		if x.chain == nil { // the first Tollgate middleware of the request
+			x.chain = &x.own
+			x.ResponseWriter = c.Writer
+			c.Writer = x
+		}
 		passed := false
-		err := g.Serve(x, x, func(ctx context.Context) guard.Result {
+		err := g.Serve(request{c}, x, func(ctx context.Context) guard.Result {
 			passed = true
 			if ctx != c.Request.Context() {
 				c.Request = c.Request.WithContext(ctx)
@@ -60,6 +72,9 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 			}
 			return guard.Result{Status: c.Writer.Status(), Bytes: int64(max(c.Writer.Size(), 0))}
 		})
+		if x.ResponseWriter != nil && c.Writer == gin.ResponseWriter(x) {
+			c.Writer = x.ResponseWriter // unless a middleware further in replaced it for good
+		}
 		if !passed {
 			c.Abort()
 		}

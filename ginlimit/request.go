@@ -7,20 +7,16 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
-// request is both the keyfuncs.Request and the guard.Writer of one
-// request. It is a single pointer, so converting it to either interface
-// allocates nothing, and the translated options below reach the
-// *gin.Context again by a type assertion.
+// request is the keyfuncs.Request of one request. It is a single
+// pointer, so converting it to the interface allocates nothing, and the
+// translated options below reach the *gin.Context again by a type
+// assertion.
 type request struct{ c *gin.Context }
 
-var (
-	_ keyfuncs.Request = request{}
-	_ guard.Writer     = request{}
-)
+var _ keyfuncs.Request = request{}
 
 // Method implements keyfuncs.Request.
 func (x request) Method() string { return keyfuncs.FromHTTP(x.c.Request).Method() }
@@ -50,25 +46,6 @@ func (x request) RemoteAddr() string { return x.c.Request.RemoteAddr }
 // Context implements keyfuncs.Request with c.Request.Context(): it ends
 // with the request whatever gin's ContextWithFallback says.
 func (x request) Context() context.Context { return x.c.Request.Context() }
-
-// SetHeader implements guard.Writer. name is canonical, so the value is
-// assigned to the header map directly.
-func (x request) SetHeader(name, value string) { x.c.Writer.Header()[name] = []string{value} }
-
-// GetHeader implements guard.HeaderGetter. name is canonical.
-func (x request) GetHeader(name string) string {
-	if v := x.c.Writer.Header()[name]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// WriteResponse implements guard.Writer.
-func (x request) WriteResponse(status int, body []byte) error {
-	x.c.Writer.WriteHeader(status)
-	_, err := x.c.Writer.Write(body)
-	return err
-}
 
 // Context returns the *gin.Context behind r, a request that the middleware
 // of this package hands to key, cost and skip functions, handlers and
@@ -129,5 +106,3 @@ var (
 	errEmptyKey = fmt.Errorf("ginlimit: %w: the key function returned an empty key", keyfuncs.ErrNoKey)
 	errLongKey  = fmt.Errorf("ginlimit: %w: the key function returned more than %d bytes", keyfuncs.ErrKeyTooLong, keyfuncs.MaxKeyLen)
 )
-
-var _ guard.HeaderGetter = request{}

@@ -22,10 +22,16 @@ type Denial struct {
 	// request was denied for its queueing delay (Queued).
 	Decision core.Decision
 	// RetryAfter is the Retry-After sent, a whole number of seconds, at
-	// least 1; 0 when none is sent because the cost exceeds a limit's
-	// capacity (RetryAfter core.Never): no wait would let it pass, so no
-	// wait is advertised.
+	// least 1: the time until the denied cost could pass, rounded up, and
+	// never earlier than the t of the denying rule's RateLimit item. It is
+	// 0 when none is sent because the cost exceeds a limit's capacity
+	// (Capacity): no wait would let it pass, so no wait is advertised.
 	RetryAfter time.Duration
+	// Capacity is, when the cost exceeds the capacity of one of the
+	// denying rule's limits (core.Decision.RetryAfter is core.Never), that
+	// limit's capacity (core.Limit.Capacity): the request can never pass,
+	// and Problem says so with a problem type of its own. 0 otherwise.
+	Capacity int64
 	// Policies are the names of the violated policies, as in the
 	// RateLimit headers.
 	Policies []string
@@ -36,19 +42,25 @@ type Denial struct {
 	DryRun bool
 }
 
-// violated returns the names of the limits of d that deny: for a queued
-// denial, those whose delay exceeds maxDelay.
-func violated(d *core.Decision, queued bool, maxDelay time.Duration) []string {
-	var names []string
+// violatedLimits returns the indexes, among d's limits, of those that
+// deny: for a queued denial, those whose delay exceeds maxDelay. When none
+// does, the binding limit's.
+func violatedLimits(d *core.Decision, queued bool, maxDelay time.Duration) []int {
+	var out []int
+	j, bind := 0, 0
 	d.Each(func(s core.LimitState) {
 		if (!queued && !s.Allowed) || (queued && s.Delay > maxDelay) {
-			names = append(names, cleanName(s.Limit.PolicyName()))
+			out = append(out, j)
 		}
+		if s.Limit == d.Limit {
+			bind = j
+		}
+		j++
 	})
-	if len(names) == 0 {
-		names = append(names, cleanName(d.Limit.PolicyName()))
+	if len(out) == 0 {
+		out = append(out, bind)
 	}
-	return names
+	return out
 }
 
 // A DeniedHandler writes the response to a denied request through w,
@@ -66,6 +78,11 @@ type ErrorHandler func(w Writer, r keyfuncs.Request, err error) error
 // IANA HTTP Problem Types registry.
 const ProblemType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
+// ProblemTypeCapacity is the problem type of a 429 for a request whose cost
+// exceeds a limit's capacity: it can never pass, however long the client
+// waits. It is described in this repository's docs/problems.md.
+const ProblemTypeCapacity = "https://github.com/tollgate/tollgate/blob/main/docs/problems.md#request-exceeds-capacity"
+
 // ContentTypeProblem is the media type of RFC 9457 problem details.
 const ContentTypeProblem = "application/problem+json"
 
@@ -76,30 +93,46 @@ func DefaultDeniedHandler(w Writer, _ keyfuncs.Request, d *Denial) error {
 	return w.WriteResponse(429, d.Problem())
 }
 
-// Problem returns the RFC 9457 problem details of d, in JSON, e.g.
+// Problem returns the RFC 9457 problem details of d, in JSON, on one line:
 //
 //	{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded",
 //	"title":"Too Many Requests","status":429,"detail":"Retry after 17 seconds.",
 //	"violated-policies":["per-minute"]}
 //
-// on one line. For a cost above a limit's capacity the detail says that
-// the request can never pass.
+// or, for a cost above a limit's capacity (Capacity), which can never pass:
+//
+//	{"type":"https://github.com/tollgate/tollgate/blob/main/docs/problems.md#request-exceeds-capacity",
+//	"title":"Request Exceeds Capacity","status":429,
+//	"detail":"The request costs 10 units; the policy admits at most 5 at once, so it can never pass.",
+//	"cost":10,"capacity":5,"violated-policies":["5-per-1m"]}
 func (d *Denial) Problem() []byte {
-	b := make([]byte, 0, 192)
-	b = append(b, `{"type":"`+ProblemType+`","title":"Too Many Requests","status":429,"detail":"`...)
-	if d.RetryAfter > 0 {
-		b = append(b, "Retry after "...)
-		n := ceilSeconds(d.RetryAfter)
+	b := make([]byte, 0, 256)
+	if d.Capacity > 0 {
+		unit := "units"
+		if u := d.Decision.Limit.Unit; u != "" {
+			unit = u // an sf-token: nothing to escape in JSON
+		}
+		b = append(b, `{"type":"`+ProblemTypeCapacity+`","title":"Request Exceeds Capacity","status":429,"detail":"The request costs `...)
+		b = strconv.AppendInt(b, d.Cost, 10)
+		b = append(b, ' ')
+		b = append(b, unit...)
+		b = append(b, "; the policy admits at most "...)
+		b = strconv.AppendInt(b, d.Capacity, 10)
+		b = append(b, ` at once, so it can never pass.","cost":`...)
+		b = strconv.AppendInt(b, d.Cost, 10)
+		b = append(b, `,"capacity":`...)
+		b = strconv.AppendInt(b, d.Capacity, 10)
+	} else {
+		b = append(b, `{"type":"`+ProblemType+`","title":"Too Many Requests","status":429,"detail":"Retry after `...)
+		n := max(1, ceilSeconds(d.RetryAfter))
 		b = strconv.AppendInt(b, n, 10)
 		if n == 1 {
-			b = append(b, " second."...)
+			b = append(b, ` second."`...)
 		} else {
-			b = append(b, " seconds."...)
+			b = append(b, ` seconds."`...)
 		}
-	} else {
-		b = append(b, "The request costs more than the policy allows at once; it cannot pass."...)
 	}
-	b = append(b, `","violated-policies":[`...)
+	b = append(b, `,"violated-policies":[`...)
 	for i, p := range d.Policies {
 		if i > 0 {
 			b = append(b, ',')

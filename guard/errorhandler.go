@@ -55,23 +55,62 @@ func ErrorStatus(err error) int {
 }
 
 // DefaultErrorHandler answers with ErrorStatus(err) and a generic
-// application/problem+json body, e.g.
+// application/problem+json body, with a detail when ErrorDetail has one:
 //
 //	{"type":"about:blank","title":"Service Unavailable","status":503}
+//	{"type":"about:blank","title":"Bad Request","status":400,"detail":"missing header X-Api-Key"}
 //
 // It never sends err's text: use WithOnError to log it.
 func DefaultErrorHandler(w Writer, _ keyfuncs.Request, err error) error {
 	status := ErrorStatus(err)
 	w.SetHeader(HeaderContentType, ContentTypeProblem)
-	return w.WriteResponse(status, errorProblem(status))
+	return w.WriteResponse(status, errorProblem(status, ErrorDetail(err)))
 }
 
-// errorProblem returns the generic problem body of status.
-func errorProblem(status int) []byte {
-	b := make([]byte, 0, 80)
+// ErrorDetail returns what a client may be told of err, an error of the
+// Guard (see ErrorHandler), so that it can fix its request; "" when
+// nothing. Only a key the request lacks has a detail: what it lacks, as
+// the server configured it ("missing header X-Api-Key", "header X-Api-Key
+// is longer than 1024 bytes", for a keyfuncs.SourceError), or, when the
+// key function does not say, "missing rate-limit key" or "rate-limit key
+// longer than 1024 bytes". It never holds a value the client sent, nor
+// any text of err: a store's or a key function's errors are for logs.
+func ErrorDetail(err error) string {
+	if !errors.Is(err, ErrKey) {
+		return ""
+	}
+	long := errors.Is(err, keyfuncs.ErrKeyTooLong)
+	var se *keyfuncs.SourceError
+	if errors.As(err, &se) && se.Kind != "" {
+		what := se.Kind
+		if se.Name != "" {
+			what += " " + se.Name
+		}
+		if long {
+			return what + " is longer than " + strconv.Itoa(keyfuncs.MaxKeyLen) + " bytes"
+		}
+		return "missing " + what
+	}
+	switch {
+	case long:
+		return "rate-limit key longer than " + strconv.Itoa(keyfuncs.MaxKeyLen) + " bytes"
+	case errors.Is(err, keyfuncs.ErrNoKey):
+		return "missing rate-limit key"
+	}
+	return ""
+}
+
+// errorProblem returns the generic problem body of status, with detail
+// when it is not empty.
+func errorProblem(status int, detail string) []byte {
+	b := make([]byte, 0, 96)
 	b = append(b, `{"type":"about:blank","title":`...)
 	b = appendSFString(b, http.StatusText(status)) // printable ASCII: the same quoting as JSON
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
+	if detail != "" {
+		b = append(b, `,"detail":`...)
+		b = appendSFString(b, detail) // cleaned to printable ASCII, quoted as JSON quotes it
+	}
 	return append(b, '}')
 }

@@ -51,18 +51,20 @@ func Example() {
 		sort.Strings(names)
 		fmt.Printf("request %d: passed %v, status %d\n  %s\n", i, passed, w.status, strings.Join(names, "\n  "))
 	}
-	// The clock stands at the start of a minute. A sliding window is fully
-	// replenished two windows on (t=120); the third request's cost passes
-	// once the previous window's weight 2·(60−e)/60 is at most 1, at
-	// e = 30 s into the next window: Retry-After 90.
+	// The clock stands at the start of a minute. t is the effective
+	// window: with both units used now, one more passes once the previous
+	// window's weight 2·(60−e)/60 is at most 1, at e = 30 s into the next
+	// window, 90 s on. So t=90 with one unit left as with none, and the
+	// third request's Retry-After is 90 too. (The window is fully
+	// replenished only 120 s on, which t does not promise.)
 
 	// Output:
 	// request 1: passed true, status 0
 	//   Ratelimit-Policy: "per-minute";q=2;w=60
-	//   Ratelimit: "per-minute";r=1;t=120
+	//   Ratelimit: "per-minute";r=1;t=90
 	// request 2: passed true, status 0
 	//   Ratelimit-Policy: "per-minute";q=2;w=60
-	//   Ratelimit: "per-minute";r=0;t=120
+	//   Ratelimit: "per-minute";r=0;t=90
 	// request 3: passed false, status 429
 	//   Content-Type: application/problem+json
 	//   Ratelimit-Policy: "per-minute";q=2;w=60

@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,8 @@ type Guard struct {
 	denied    DeniedHandler
 	onErr     ErrorHandler
 	style     HeaderStyle
+	resetUnix bool
+	clock     core.Clock
 	dryRun    bool
 	maxDelay  time.Duration
 	refundOn  func(int) bool
@@ -33,7 +36,8 @@ type Guard struct {
 	hookDeny  func(keyfuncs.Request, *Denial)
 	hookError func(keyfuncs.Request, error)
 
-	policy atomic.Pointer[policyCache] // the last RateLimit-Policy value
+	policy atomic.Pointer[policyCache] // the last listing's policies
+	routes routeMemory                 // the policies of the middlewares inside, per route
 }
 
 // New returns a Guard that limits requests with lim, keyed by
@@ -74,6 +78,8 @@ func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
 		denied:    c.denied,
 		onErr:     c.onErr,
 		style:     c.style,
+		resetUnix: c.reset == ResetUnix,
+		clock:     c.clock,
 		dryRun:    c.dryRun,
 		maxDelay:  c.maxDelay,
 		refundOn:  c.refundOn,
@@ -84,20 +90,18 @@ func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
 	}, nil
 }
 
+// now returns the time of the Guard's clock (WithClock).
+func (g *Guard) now() time.Time {
+	if g.clock != nil {
+		return g.clock.Now()
+	}
+	return time.Now()
+}
+
 // NeedsResult reports whether the Guard reads the Result that Next
 // returns (WithRefundOn, WithResponseCost). When it does not, an adapter
 // need not wrap its response writer to observe the status and size.
 func (g *Guard) NeedsResult() bool { return g.refundOn != nil || g.respCost != nil }
-
-// taken is one rule's decision for the current request.
-type taken struct {
-	rule int
-	key  string
-	d    core.Decision
-	// limits are the key's limits when d is a FailOpen decision
-	// (core.FromFailOpen), which knows none: RateLimit-Policy lists them.
-	limits []core.Limit
-}
 
 // Serve runs the flow for one request: r is the adapter's view of the
 // request, w its response, next the rest of the chain. Serve calls next at
@@ -106,46 +110,59 @@ type taken struct {
 // w.WriteResponse or of the DeniedHandler or ErrorHandler, for frameworks
 // whose handlers return errors; the handler's own error is next's business.
 //
+// When w is a ChainWriter, Serve works on its request's Chain, shared
+// with the other Tollgate middlewares the request crosses, so that they
+// act as one decision (see Chain); otherwise on a Chain of its own.
+//
 // The rate-limit headers are set on w before next runs. Serve never
 // panics on a hostile request. A panic in a function of the
 // configuration (a key, cost or skip function, a Limiter's
 // core.WithLimitsFunc, a DeniedHandler, an ErrorHandler, a hook) or in
 // w propagates unchanged, with its own value and stack, but leaves no
-// charge behind: what the rules took before it is refunded on its way
-// through. A panic in next propagates after the request is settled as a
-// 500 (see WithRefundOn).
+// charge behind: what the request holds on its chain is refunded on its
+// way through. A panic in next propagates after the request is settled as
+// a 500 (see WithRefundOn).
 func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	ctx := r.Context()
+	carried := chainOf(w)
+	ch, own := carried.acquire()
+	// open reports that the flow has not reached its outcome (deny, fail
+	// or pass): a panic or runtime.Goexit in a function of the
+	// configuration on the way stops the chain, giving back everything the
+	// request holds on it, and goes on unchanged. The outermost middleware
+	// gives the chain's state back when the request is over.
+	open := true
+	defer func() {
+		if open {
+			ch.stop(r, false)
+		}
+		if own {
+			carried.release()
+		}
+	}()
 	if g.skip != nil && g.skip(r) {
+		open = false
 		next(ctx)
 		return nil
 	}
+	outer := len(ch.entries) // the entries of the middlewares around this one
 	cost := g.cost
 	if g.costFn != nil {
 		c, err := g.costFn(r)
-		switch {
-		case err != nil:
-			return g.fail(w, r, next, &guardError{ErrCost, err})
-		case c < 0:
-			return g.fail(w, r, next, &guardError{ErrCost, errNegativeCost})
+		if err == nil && c < 0 {
+			err = errNegativeCost
+		}
+		if err != nil {
+			open = false
+			return g.fail(w, r, next, ch, nil, outer, &guardError{ErrCost, err})
 		}
 		cost = c
 	}
 
-	var one [1]taken
-	ts := one[:0]
-	if len(g.rules) > 1 {
-		ts = make([]taken, 0, len(g.rules))
-	}
-	// held reports that every rule of ts holds the request's cost, which
-	// the flow has neither given back nor handed to the handler: a panic
-	// or runtime.Goexit on the way gives it back, and goes on unchanged.
-	held := false
-	defer func() {
-		if held {
-			g.refund(r, ts, cost)
-		}
-	}()
+	var ubuf [2]int
+	uses := ubuf[:0] // the entries of this middleware's rules
+	var cbuf [2]charge
+	charges := cbuf[:0] // what this call charged
 	for i := range g.rules {
 		ru := &g.rules[i]
 		key, err := ru.key(r)
@@ -158,58 +175,80 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			if errors.Is(err, ErrSkipRule) {
 				continue
 			}
-			held = false
-			g.refund(r, ts, cost)
-			return g.fail(w, r, next, &guardError{ErrKey, err})
+			open = false
+			return g.fail(w, r, next, ch, charges, outer, &guardError{ErrKey, err})
 		}
-		d, err := ru.lim.AllowN(core.ContextWithDryRun(ctx, g.dryRun), key, cost)
+		at := ch.find(ru.lim, key)
+		ask := cost // what this rule asks of the state
+		if at >= 0 {
+			// Charged already for this request, by another rule or an
+			// outer middleware: charge only what this cost adds.
+			if !slices.Contains(uses, at) {
+				uses = append(uses, at)
+			}
+			if ask = cost - ch.entries[at].held; ask <= 0 {
+				continue
+			}
+		}
+		d, err := ru.lim.AllowN(core.ContextWithDryRun(ctx, g.dryRun), key, ask)
 		if err != nil {
-			held = false
-			g.refund(r, ts, cost)
-			return g.fail(w, r, next, &guardError{ErrLimiter, err})
+			open = false
+			return g.fail(w, r, next, ch, charges, outer, &guardError{ErrLimiter, err})
+		}
+		if at < 0 {
+			at = ch.add(g, ru.lim, key, &d)
+			if d.Source == core.FromFailOpen {
+				ch.entries[at].limits = ru.lim.Limits(ctx, key)
+			}
+			uses = append(uses, at)
+		} else {
+			ch.entries[at].d = d
 		}
 		if !d.Allowed {
-			held = false
-			g.refund(r, ts, cost)
-			ts = append(ts, taken{rule: i, key: key, d: d})
-			return g.deny(w, r, next, ts, len(ts)-1, cost, false)
+			open = false
+			return g.deny(w, r, next, ch, charges, i, at, cost, false)
 		}
-		t := taken{rule: i, key: key, d: d}
-		if d.Source == core.FromFailOpen {
-			t.limits = ru.lim.Limits(ctx, key)
-		}
-		ts = append(ts, t)
-		held = true
+		ch.entries[at].held += ask
+		charges = append(charges, charge{at, ask})
 	}
 
-	if delay, at := longestDelay(ts); delay > 0 {
+	if delay, at := longestDelay(ch, charges); delay > 0 {
 		if delay > g.maxDelay {
-			held = false
-			g.refund(r, ts, cost)
-			return g.deny(w, r, next, ts, at, cost, true)
+			open = false
+			return g.deny(w, r, next, ch, charges, ruleOf(g, ch, at), at, cost, true)
 		}
 		if !g.dryRun {
 			if err := sleep(ctx, delay); err != nil {
-				held = false
-				g.giveUp(r, ts, cost)
-				return g.fail(w, r, next, &guardError{ErrWait, err})
+				open = false
+				return g.fail(w, r, next, ch, charges, outer, &guardError{ErrWait, err})
 			}
 		}
 	}
-	g.setHeaders(w, ts, nil)
-	held = false // the handler's now: pass settles it
-	g.pass(r, next, ts, cost)
+	g.setHeaders(w, listing{entries: ch.entries})
+	open = false // the handler's now: pass settles it
+	g.pass(r, next, ch, uses)
 	return nil
 }
 
-// longestDelay returns the longest LeakyBucket delay among ts and where
-// it is.
-func longestDelay(ts []taken) (time.Duration, int) {
+// ruleOf returns the index of the rule of g whose state ch.entries[at] is.
+func ruleOf(g *Guard, ch *chainState, at int) int {
+	e := &ch.entries[at]
+	for i := range g.rules {
+		if g.rules[i].lim == e.lim || sameState(g.rules[i].lim, e.lim) {
+			return i
+		}
+	}
+	return 0
+}
+
+// longestDelay returns the longest LeakyBucket delay of the decisions
+// charged, and the entry it is in.
+func longestDelay(ch *chainState, charges []charge) (time.Duration, int) {
 	var delay time.Duration
 	at := 0
-	for i := range ts {
-		if d := ts[i].d.Delay; d > delay {
-			delay, at = d, i
+	for _, c := range charges {
+		if d := ch.entries[c.at].d.Delay; d > delay {
+			delay, at = d, c.at
 		}
 	}
 	return delay, at
@@ -227,47 +266,53 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// giveUp refunds a request that stopped waiting its turn in a queue, on
-// every rule of ts but those with a LeakyBucket limit: there the request
-// keeps its slot, which stays empty. Giving it back would move the queue's
-// tail back over the requests already scheduled behind it, and the next
-// request would be scheduled with one of them, at the same instant.
-func (g *Guard) giveUp(r keyfuncs.Request, ts []taken, cost int64) {
-	for i := range ts {
-		if !queues(&ts[i].d) {
-			g.refund(r, ts[i:i+1], cost)
-		}
-	}
-}
-
-// queues reports whether d has a LeakyBucket limit.
-func queues(d *core.Decision) bool {
-	q := false
-	d.Each(func(s core.LimitState) { q = q || s.Limit.Algorithm == core.LeakyBucket })
-	return q
-}
-
-// deny answers a request that ts[at] denied: by its limits, or, when
-// queued, by a LeakyBucket delay over the maximum.
-func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ts []taken, at int, cost int64, queued bool) error {
-	t := &ts[at]
+// deny answers a request that the state of ch.entries[at], of rule, denied:
+// by its limits, or, when queued, by a LeakyBucket delay over the maximum.
+// It gives back what the request holds on the whole chain (in dry run, what
+// this call charged), and answers with the headers of the whole chain,
+// listing after its entries the policies of this middleware's later rules,
+// which were not consulted, and those the middlewares inside it listed on
+// the route (see WithHeaders).
+func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *chainState, charges []charge, rule, at int, cost int64, queued bool) error {
+	e := &ch.entries[at]
 	dn := &Denial{
-		Rule:     t.rule,
-		Key:      t.key,
+		Rule:     rule,
+		Key:      e.key,
 		Cost:     cost,
-		Decision: t.d,
+		Decision: e.d,
 		Queued:   queued,
 		DryRun:   g.dryRun,
 	}
-	retry := t.d.RetryAfter
+	retry := e.d.RetryAfter
+	e.pin = indexOf(&e.d) + 1
 	if queued {
-		retry = t.d.Delay - g.maxDelay
+		retry = e.d.Delay - g.maxDelay
+		e.pin = queuedIndex(&e.d) + 1
+	}
+	if retry == core.Never {
+		dn.Capacity = e.d.Limit.Capacity()
+		e.never = true
+	}
+	violated := violatedLimits(&e.d, queued, g.maxDelay) // before the refund changes e.d
+	if g.dryRun {
+		ch.undo(r, charges)
+	} else {
+		ch.stop(r, false)
 	}
 	if retry != core.Never {
-		dn.RetryAfter = time.Duration(max(1, ceilSeconds(retry))) * time.Second
+		// Never earlier than the binding item's t (draft-11 §6: "the
+		// Retry-After field value SHOULD NOT reference a point in time
+		// earlier than the end of the effective window"), after the refund.
+		_, it := e.item()
+		secs := max(1, ceilSeconds(retry), ceilSeconds(it.window))
+		dn.RetryAfter = time.Duration(secs) * time.Second
 	}
-	dn.Policies = violated(&t.d, queued, g.maxDelay)
-	g.setHeaders(w, ts, dn)
+	ls := listing{entries: ch.entries, denied: at, dn: dn, violated: violated}
+	if !queued { // a queued request was decided by every rule
+		ls.extra = g.unasked(r, ch, rule)
+	}
+	ls.extra = append(ls.extra, g.routes.inner(routeOf(r))...)
+	dn.Policies = g.setHeaders(w, ls)
 	if g.hookDeny != nil {
 		g.hookDeny(r, dn)
 	}
@@ -278,67 +323,70 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ts []taken, at int
 	return g.denied(w, r, dn)
 }
 
-// fail answers a request that cannot be decided.
-func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, err error) error {
-	if g.hookError != nil {
-		g.hookError(r, err)
+// queuedIndex returns the index, among d's limits, of the LeakyBucket
+// limit with the longest delay.
+func queuedIndex(d *core.Decision) int {
+	at, j := 0, 0
+	var longest time.Duration = -1
+	d.Each(func(s core.LimitState) {
+		if s.Limit.Algorithm == core.LeakyBucket && s.Delay > longest {
+			at, longest = j, s.Delay
+		}
+		j++
+	})
+	return at
+}
+
+// unasked returns the limits of the rules after rule, which a denial kept
+// from being consulted, so that a 429 lists the same policies as a
+// response that passed: for each, the limits for its key (a rule whose key
+// function fails or exempts the request is not listed, as it is not when
+// the request passes; a state on the chain already is listed there).
+func (g *Guard) unasked(r keyfuncs.Request, ch *chainState, rule int) []core.Limit {
+	var out []core.Limit
+	for i := rule + 1; i < len(g.rules); i++ {
+		ru := &g.rules[i]
+		key, err := ru.key(r)
+		if err != nil || key == "" || len(key) > keyfuncs.MaxKeyLen || ch.find(ru.lim, key) >= 0 {
+			continue
+		}
+		out = append(out, ru.lim.Limits(r.Context(), key)...)
 	}
+	return out
+}
+
+// fail answers a request that cannot be decided. It gives back what the
+// request holds on the whole chain (in dry run, what this call charged,
+// and the request goes on), and brings the headers that the middlewares
+// around this one set, for ch.entries[:outer], up to date. A cancelled LeakyBucket wait keeps its slots
+// (see WithMaxDelay).
+func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, charges []charge, outer int, err error) error {
 	if g.dryRun {
+		ch.undo(r, charges)
+		if g.hookError != nil {
+			g.hookError(r, err)
+		}
 		next(r.Context())
 		return nil
+	}
+	ch.stop(r, errors.Is(err, ErrWait))
+	if outer > 0 {
+		g.setHeaders(w, listing{entries: ch.entries[:outer]})
+	}
+	if g.hookError != nil {
+		g.hookError(r, err)
 	}
 	return g.onErr(w, r, err)
 }
 
-// refund gives cost back to every rule of ts, which all admitted it.
-func (g *Guard) refund(r keyfuncs.Request, ts []taken, cost int64) {
-	if cost == 0 || len(ts) == 0 {
-		return
-	}
-	g.adjust(r, ts, -cost)
-}
-
-// adjust charges (diff > 0) or refunds (diff < 0) every rule of ts. It
-// runs after the handler or on the way out, so it ignores the request's
-// cancellation. Failures go to the OnError hook once every rule is
-// adjusted, so that a hook that panics leaves no rule behind.
-func (g *Guard) adjust(r keyfuncs.Request, ts []taken, diff int64) {
-	ctx := context.WithoutCancel(r.Context())
-	var failed []error
-	for i := range ts {
-		t := &ts[i]
-		lim := g.rules[t.rule].lim
-		var d core.Decision
-		var err error
-		if diff > 0 {
-			d, err = lim.Charge(ctx, t.key, diff)
-		} else {
-			d, err = lim.Refund(ctx, t.key, -diff)
-		}
-		if err != nil {
-			if g.hookError != nil {
-				failed = append(failed, &guardError{ErrLimiter, err})
-			}
-			continue
-		}
-		if d.Source != t.d.Source {
-			continue // numbers of another store, or none (FailOpen)
-		}
-		// Headers written after this (a denial by a later rule) show the
-		// state after the refund.
-		t.d.Remaining, t.d.ResetAfter, t.d.States = d.Remaining, d.ResetAfter, d.States
-		t.d.Limit = d.Limit
-	}
-	for _, err := range failed {
-		g.hookError(r, err)
-	}
-}
-
-// pass calls the handler and settles the request afterwards.
-func (g *Guard) pass(r keyfuncs.Request, next Next, ts []taken, cost int64) {
+// pass calls the handler, settles the request afterwards, and learns the
+// policies the middlewares inside this one listed on the route.
+func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int) {
 	ctx := r.Context()
+	mark := len(ch.entries) // the entries of the middlewares inside start here
 	if !g.reported && !g.NeedsResult() {
 		next(ctx)
+		g.learn(r, ch, mark)
 		return
 	}
 	var slot *costSlot
@@ -349,17 +397,23 @@ func (g *Guard) pass(r keyfuncs.Request, next Next, ts []taken, cost int64) {
 	done := false
 	defer func() {
 		if !done { // next panicked: settle as a server error
-			g.settle(r, ts, cost, Result{Status: 500}, slot)
+			g.settle(r, ch, uses, Result{Status: 500}, slot)
 		}
 	}()
 	res := next(ctx)
 	done = true
-	g.settle(r, ts, cost, res, slot)
+	g.settle(r, ch, uses, res, slot)
+	g.learn(r, ch, mark)
 }
 
-// settle charges or refunds the difference between the admitted cost and
-// the real one.
-func (g *Guard) settle(r keyfuncs.Request, ts []taken, cost int64, res Result, slot *costSlot) {
+// settle charges or refunds the difference between what each entry of
+// uses holds and the request's real cost, unless a middleware inside this
+// one settled it already, or stopped the request (and gave everything
+// back).
+func (g *Guard) settle(r keyfuncs.Request, ch *chainState, uses []int, res Result, slot *costSlot) {
+	if ch.stopped {
+		return
+	}
 	var actual int64
 	switch {
 	case g.refundOn != nil && g.refundOn(res.Status):
@@ -371,9 +425,22 @@ func (g *Guard) settle(r keyfuncs.Request, ts []taken, cost int64, res Result, s
 	default:
 		return
 	}
-	if diff := max(actual, 0) - cost; diff != 0 {
-		g.adjust(r, ts, diff)
+	actual = max(actual, 0)
+	ctx := context.WithoutCancel(r.Context())
+	var fs failures
+	for _, at := range uses {
+		e := &ch.entries[at]
+		if e.settled {
+			continue
+		}
+		e.settled = true
+		if diff := actual - e.held; diff != 0 {
+			if err := e.adjust(ctx, diff); err != nil {
+				fs = append(fs, failure{g, err})
+			}
+		}
 	}
+	fs.report(r)
 }
 
 // ErrSkipRule, returned by a rule's key function, exempts the request from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"runtime"
@@ -131,27 +132,60 @@ func TestHangingStoreEndsWithTheRequestContext(t *testing.T) {
 	}
 }
 
+// A request whose key cannot be read is answered with a status that says
+// whose fault it is, and a detail that says what is missing without
+// echoing what the client sent or an error's text.
 func TestKeyErrors(t *testing.T) {
 	e := newEnv(t)
+	const secret = "sk-live-0123456789"
 	tests := []struct {
 		name   string
 		key    keyfuncs.Func
+		header string // X-Key
 		remote string
 		want   int
+		detail string
 	}{
-		{"an empty key from a custom function is a 400", func(keyfuncs.Request) (string, error) { return "", nil }, "192.0.2.1:1", 400},
-		{"a missing header is a 400", keyfuncs.Header("X-Key"), "192.0.2.1:1", 400},
-		{"an unparsable peer address is a 500", keyfuncs.IP(), "not-an-address", 500},
-		{"an empty peer address is a 400", keyfuncs.IP(), "", 400},
-		{"a key of MaxKeyLen bytes passes", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", keyfuncs.MaxKeyLen), nil }, "192.0.2.1:1", 200},
-		{"a longer key is a 400, as from keyfuncs.Header", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", 1<<20), nil }, "192.0.2.1:1", 400},
+		{"an empty key from a custom function is a 400 for a missing key", func(keyfuncs.Request) (string, error) { return "", nil }, "", "192.0.2.1:1", 400, "missing rate-limit key"},
+		{"a missing header is a 400 naming the header", keyfuncs.Header("x-key"), "", "192.0.2.1:1", 400, "missing header X-Key"},
+		{"a missing query parameter is a 400 naming it", keyfuncs.Query("api_key"), "", "192.0.2.1:1", 400, "missing query parameter api_key"},
+		{"a key function's error never reaches the client", func(keyfuncs.Request) (string, error) {
+			return "", fmt.Errorf("%w: token %s revoked", keyfuncs.ErrNoKey, secret)
+		}, "", "192.0.2.1:1", 400, "missing rate-limit key"},
+		{"an unparsable peer address is a 500 without detail", keyfuncs.IP(), "", "not-an-address", 500, ""},
+		{"an empty peer address is a 400", keyfuncs.IP(), "", "", 400, "missing rate-limit key"},
+		{"a key of MaxKeyLen bytes passes", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", keyfuncs.MaxKeyLen), nil }, "", "192.0.2.1:1", 200, ""},
+		{"a longer key is a 400, as from keyfuncs.Header", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", 1<<20), nil }, "", "192.0.2.1:1", 400, "rate-limit key longer than 1024 bytes"},
+		{"a header too long is a 400 naming the header, not its value", keyfuncs.Header("X-Key"), secret + strings.Repeat("x", keyfuncs.MaxKeyLen), "192.0.2.1:1", 400, "header X-Key is longer than 1024 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := mustNew(t, e.limiter(t, fixed(5, time.Minute, "m")), guard.WithKey(tt.key))
-			rec, _ := served(t, g, request(tt.remote))
+			req := request(tt.remote)
+			if tt.header != "" {
+				req.Header.Set("X-Key", tt.header)
+			}
+			rec, _ := served(t, g, req)
 			if rec.status != tt.want {
 				t.Errorf("status = %d, want %d", rec.status, tt.want)
+			}
+			if tt.want == 200 {
+				return
+			}
+			var p struct {
+				Detail *string `json:"detail"`
+			}
+			if err := json.Unmarshal([]byte(rec.body), &p); err != nil {
+				t.Fatalf("body %q: %v", rec.body, err)
+			}
+			switch {
+			case tt.detail == "" && p.Detail != nil:
+				t.Errorf("detail = %q, want none", *p.Detail)
+			case tt.detail != "" && (p.Detail == nil || *p.Detail != tt.detail):
+				t.Errorf("body %s, want detail %q", rec.body, tt.detail)
+			}
+			if strings.Contains(rec.body, secret) || strings.Contains(rec.body, "keyfuncs") {
+				t.Errorf("body %s leaks the request's value or an error's text", rec.body)
 			}
 		})
 	}
@@ -746,6 +780,7 @@ func TestProblemBodiesAreValidJSON(t *testing.T) {
 		errors.Join(guard.ErrKey, keyfuncs.ErrNoKey),
 		errors.Join(guard.ErrCost, core.ErrInvalidCost),
 		errors.Join(guard.ErrLimiter, guardtest.ErrStore),
+		errors.Join(guard.ErrKey, &keyfuncs.SourceError{Kind: "query parameter", Name: "a\"b\\é\n", Err: keyfuncs.ErrNoKey}),
 	} {
 		rec := newRecorder()
 		_ = guard.DefaultErrorHandler(rec, nil, err)

@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"math/bits"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,27 +19,67 @@ const (
 	//	RateLimit-Policy: "per-minute";q=100;w=60, "per-hour";q=1000;w=3600
 	//	RateLimit: "per-minute";r=42;t=17
 	//
-	// RateLimit-Policy has one item per limit of every rule decided;
-	// RateLimit one item per rule: its binding limit (the one closest to
-	// exhaustion, or the one that denied), except for a rule decided by the
-	// FailOpen policy (core.FromFailOpen), which has no numbers to send.
+	// RateLimit-Policy has one item per limit, q its Quota, w its Period in
+	// seconds, and qu its unit when it has one (Limit.QuotaUnit: a
+	// Concurrency limit's is "concurrent-requests", and its w its lease).
+	// A Period that is not a whole number of seconds is sent with q and w
+	// scaled to the smallest
+	// integers of the same rate: 3 per 1.5s is q=6;w=3, 10 per 100ms is
+	// q=100;w=1. Where those do not fit an sf-integer (15 digits), w is
+	// the Period rounded up to whole seconds and q the most units that w
+	// admits at the real rate, rounded down (and at most 15 digits): the
+	// rate sent is then a little lower than the real one, never higher, so
+	// a client that paces itself on it is never denied for it.
+	//
+	// One RateLimit-Policy lists the policies of every middleware the
+	// request crossed (see Chain), each limiter state once, in the order
+	// they ran. Names are unique in a response: a limit whose name an
+	// earlier one in the list has gets the suffix "-2" (or "-3", ..., the
+	// first free), in RateLimit and in the 429 body's violated-policies
+	// alike; a route lists the same policies in the same order on every
+	// response, so its names are stable too.
+	//
+	// RateLimit has one item per limiter state decided: its binding limit
+	// (the one that denied, or the one closest to exhaustion), r its
+	// remaining units, and t its effective window, draft-11 §4.1.2: "the
+	// number of seconds within which the client can use no more than the
+	// available quota" (core.Decision.EffectiveWindow), rounded up to whole
+	// seconds, so that it is never earlier than the truth. It says
+	// nothing of when the whole quota is back (§8.4: it "does not imply
+	// anything about when the server will increase the available quota"),
+	// and is never the time until the limit is fully replenished, which
+	// overstates it (up to 2w for a sliding window). A state decided by
+	// the FailOpen policy (core.FromFailOpen) has no item: it has no
+	// numbers to send; nor has a state that denied a cost above a limit's
+	// capacity, whose full quota would not help (see Denial.Capacity).
+	//
 	// Names are sf-strings: bytes that an sf-string cannot hold are
-	// replaced by '?', and names are cut at core.MaxNameLen bytes. w and t
-	// are whole seconds rounded up; t is a delta, never an epoch. This is
+	// replaced by '?', and names are cut at core.MaxNameLen bytes. This is
 	// the default.
 	HeadersDraft11 HeaderStyle = iota
-	// HeadersDraft06 sends the fields of draft-ietf-httpapi-ratelimit-headers-06,
-	// for the binding limit over all rules (those decided by FailOpen left
-	// out; with none left, no field):
+	// HeadersDraft06 sends the fields of draft-ietf-httpapi-ratelimit-headers-06
+	// for the limit with the least remaining over all rules of every
+	// middleware on the request's chain, as that draft requires ("the
+	// server MUST reply with the RateLimit header fields
+	// related to the time window with the lower RateLimit-Remaining"), or
+	// for the one that denied; rules decided by FailOpen are left out, and
+	// with none left no field is sent:
 	//
 	//	RateLimit-Limit: 100
 	//	RateLimit-Remaining: 42
 	//	RateLimit-Reset: 17
 	//	RateLimit-Policy: 100;w=60, 1000;w=3600
+	//
+	// RateLimit-Reset is that limit's effective window in seconds, rounded
+	// up, as t of HeadersDraft11; on a 429 it equals Retry-After, as the
+	// draft asks. Quota and window are scaled as in HeadersDraft11. The
+	// draft forbids two policies with the same quota: of those, only the
+	// one with the longest window (the lowest rate) is listed.
 	HeadersDraft06
 	// HeadersLegacy sends X-RateLimit-Limit, X-RateLimit-Remaining and
 	// X-RateLimit-Reset with the values of HeadersDraft06. The reset is a
-	// delta in seconds, like the drafts', not an epoch.
+	// delta in seconds, like the drafts', unless WithLegacyReset(ResetUnix)
+	// asks for Unix time.
 	HeadersLegacy
 	// HeadersNone sends no rate-limit headers. A 429 still carries
 	// Retry-After, which is plain HTTP.
@@ -78,226 +120,331 @@ func ceilSeconds(d time.Duration) int64 {
 // clampSF bounds n to what an sf-integer (and a sane header) can hold.
 func clampSF(n int64) int64 { return min(max(n, 0), maxSFInt) }
 
-// item is what one RateLimit item (or the draft-06 single values) says.
+// item is the numbers of one RateLimit item (or of the draft-06 fields).
 type item struct {
-	name      string
 	quota     int64
 	remaining int64
-	reset     int64 // seconds
+	window    time.Duration // the effective window
 }
 
-// itemOf returns the item of t's binding limit; on a denied response
-// (dn != nil) the denying rule's item has t = Retry-After, so that
-// Retry-After is never earlier than it.
-func itemOf(t *taken, dn *Denial) item {
-	d := &t.d
-	it := item{name: d.Limit.PolicyName(), quota: d.Limit.Quota, remaining: d.Remaining, reset: ceilSeconds(d.ResetAfter)}
-	if dn == nil || dn.Rule != t.rule {
-		return it
-	}
-	if dn.Queued {
-		it = queuedItem(d)
-	}
-	if dn.RetryAfter > 0 {
-		it.reset = ceilSeconds(dn.RetryAfter)
-	}
-	return it
+// A listing is what the rate-limit headers of one response describe: the
+// entries of the request's chain, in order, then further policies listed
+// without a RateLimit item: those of rules a denial kept from being
+// consulted, and those the middlewares inside learned for the route.
+type listing struct {
+	entries []entry
+	extra   []core.Limit
+	dn      *Denial // the denial answered, or nil
+	denied  int     // the denying entry, when dn is not nil
+	// violated are the indexes of the denying entry's violated limits
+	// among its limits, when dn is not nil.
+	violated []int
 }
 
-// queuedItem returns the item of the LeakyBucket limit of d with the
-// longest delay.
-func queuedItem(d *core.Decision) item {
-	var it item
-	var longest time.Duration
-	d.Each(func(s core.LimitState) {
-		if s.Delay > longest {
-			longest = s.Delay
-			it = item{name: s.Limit.PolicyName(), quota: s.Limit.Quota, remaining: s.Remaining}
-		}
-	})
-	return it
-}
-
-// binding returns the index in ts of the binding rule: the denying one, or
-// the one with the least remaining.
-func binding(ts []taken, dn *Denial) int {
-	at := 0
-	for i := range ts {
-		if dn != nil {
-			if ts[i].rule == dn.Rule {
-				return i
+// setHeaders sets the rate-limit headers of ls in g's style, and
+// Retry-After on a denial that blocks. For a denial it returns the names
+// of the violated policies, as the headers name them.
+//
+// A FailOpen decision (core.FromFailOpen) knows no numbers: its rule's
+// limits are listed in the draft-11 RateLimit-Policy, so that the list
+// stays the same on every response, but it has no RateLimit item, and
+// nothing in the draft-06 and legacy styles; so for a cost above capacity.
+func (g *Guard) setHeaders(w Writer, ls listing) []string {
+	dn := ls.dn
+	if g.style == HeadersNone && dn == nil {
+		return nil
+	}
+	pc := g.policies(&ls)
+	switch g.style {
+	case HeadersDraft11:
+		w.SetHeader(HeaderRateLimitPolicy, pc.value)
+		var buf [128]byte
+		b := buf[:0]
+		off := 0
+		for i := range ls.entries {
+			e := &ls.entries[i]
+			if !e.hidden() {
+				j, it := e.item()
+				if len(b) > 0 {
+					b = append(b, ", "...)
+				}
+				b = append(b, pc.enc[off+j]...)
+				b = append(b, ";r="...)
+				b = strconv.AppendInt(b, clampSF(it.remaining), 10)
+				b = append(b, ";t="...)
+				b = strconv.AppendInt(b, ceilSeconds(it.window), 10)
 			}
+			off += e.numLimits()
+		}
+		if len(b) > 0 {
+			w.SetHeader(HeaderRateLimit, string(b))
+		}
+	case HeadersDraft06, HeadersLegacy:
+		at := binding(&ls)
+		if at < 0 {
+			break
+		}
+		_, it := ls.entries[at].item()
+		reset := ceilSeconds(it.window)
+		if dn != nil && at == ls.denied && !dn.DryRun && dn.RetryAfter > 0 {
+			reset = ceilSeconds(dn.RetryAfter) // draft-06: the same point in time as Retry-After
+		}
+		names := [3]string{HeaderRateLimitLimit, HeaderRateLimitRemaining, HeaderRateLimitReset}
+		if g.style == HeadersLegacy {
+			names = [3]string{HeaderXRateLimitLimit, HeaderXRateLimitRemaining, HeaderXRateLimitReset}
+			if g.resetUnix {
+				reset = unixSeconds(g.now(), reset)
+			}
+		} else {
+			w.SetHeader(HeaderRateLimitPolicy, pc.value)
+		}
+		w.SetHeader(names[0], strconv.FormatInt(clampSF(it.quota), 10))
+		w.SetHeader(names[1], strconv.FormatInt(clampSF(it.remaining), 10))
+		w.SetHeader(names[2], strconv.FormatInt(reset, 10))
+	}
+	if dn == nil {
+		return nil
+	}
+	if !dn.DryRun && dn.RetryAfter > 0 {
+		w.SetHeader(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(dn.RetryAfter), 10))
+	}
+	off := 0
+	for i := range ls.denied {
+		off += ls.entries[i].numLimits()
+	}
+	names := make([]string, 0, len(ls.violated))
+	for _, j := range ls.violated {
+		names = append(names, pc.names[off+j])
+	}
+	return names
+}
+
+// binding returns the index of the entry whose numbers the draft-06 and
+// legacy fields carry: the denying one, or the one with the least
+// remaining; -1 when every one is hidden.
+func binding(ls *listing) int {
+	if ls.dn != nil && !ls.entries[ls.denied].hidden() {
+		return ls.denied
+	}
+	at := -1
+	var least int64
+	for i := range ls.entries {
+		e := &ls.entries[i]
+		if e.hidden() {
 			continue
 		}
-		if ts[i].d.Remaining < ts[at].d.Remaining {
-			at = i
+		if _, it := e.item(); at < 0 || it.remaining < least {
+			at, least = i, it.remaining
 		}
 	}
 	return at
 }
 
-// setHeaders sets the rate-limit headers of ts, and Retry-After on a
-// denial that blocks.
-//
-// A FailOpen decision (core.FromFailOpen) knows no numbers: its rule's
-// limits are listed in the draft-11 RateLimit-Policy, so that the list
-// stays the same on every response, but it has no RateLimit item, and
-// nothing in the draft-06 and legacy styles.
-func (g *Guard) setHeaders(w Writer, ts []taken, dn *Denial) {
-	if len(ts) > 0 {
-		switch g.style {
-		case HeadersDraft11:
-			// Behind an outer middleware (app-wide, over a route's own),
-			// append to its lists: the client sees every policy it is under.
-			var outerPolicy, outerLimit string
-			if hg, ok := w.(HeaderGetter); ok {
-				outerPolicy, outerLimit = hg.GetHeader(HeaderRateLimitPolicy), hg.GetHeader(HeaderRateLimit)
-			}
-			policy := g.policyValue(ts)
-			if outerPolicy != "" {
-				policy = outerPolicy + ", " + policy
-			}
-			w.SetHeader(HeaderRateLimitPolicy, policy)
-			var buf [128]byte
-			b := append(buf[:0], outerLimit...)
-			for i := range ts {
-				if ts[i].d.Source == core.FromFailOpen {
-					continue
-				}
-				if len(b) > 0 {
-					b = append(b, ", "...)
-				}
-				it := itemOf(&ts[i], dn)
-				b = appendSFString(b, it.name)
-				b = append(b, ";r="...)
-				b = strconv.AppendInt(b, clampSF(it.remaining), 10)
-				b = append(b, ";t="...)
-				b = strconv.AppendInt(b, clampSF(it.reset), 10)
-			}
-			if len(b) > len(outerLimit) {
-				w.SetHeader(HeaderRateLimit, string(b))
-			}
-		case HeadersDraft06, HeadersLegacy:
-			ts := measured(ts)
-			if len(ts) == 0 {
-				break
-			}
-			it := itemOf(&ts[binding(ts, dn)], dn)
-			names := [3]string{HeaderRateLimitLimit, HeaderRateLimitRemaining, HeaderRateLimitReset}
-			if g.style == HeadersLegacy {
-				names = [3]string{HeaderXRateLimitLimit, HeaderXRateLimitRemaining, HeaderXRateLimitReset}
-			} else {
-				w.SetHeader(HeaderRateLimitPolicy, g.policyValue(ts))
-			}
-			w.SetHeader(names[0], strconv.FormatInt(clampSF(it.quota), 10))
-			w.SetHeader(names[1], strconv.FormatInt(clampSF(it.remaining), 10))
-			w.SetHeader(names[2], strconv.FormatInt(clampSF(it.reset), 10))
-		}
+// unixSeconds returns the Unix time, in whole seconds rounded up, delta
+// seconds after now.
+func unixSeconds(now time.Time, delta int64) int64 {
+	s := now.Unix()
+	if now.Nanosecond() > 0 {
+		s++
 	}
-	if dn != nil && !dn.DryRun && dn.RetryAfter > 0 {
-		w.SetHeader(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(dn.RetryAfter), 10))
-	}
+	return s + delta
 }
 
-// measured returns the decisions of ts that carry numbers: ts itself,
-// unless some are FailOpen's.
-func measured(ts []taken) []taken {
-	for i := range ts {
-		if ts[i].d.Source == core.FromFailOpen {
-			m := make([]taken, 0, len(ts)-1)
-			for j := range ts {
-				if ts[j].d.Source != core.FromFailOpen {
-					m = append(m, ts[j])
-				}
-			}
-			return m
-		}
-	}
-	return ts
-}
-
-// eachLimit calls fn with every limit of t: those of its decision or, for
-// a FailOpen decision, the key's limits.
-func (t *taken) eachLimit(fn func(l core.Limit)) {
-	if t.d.Source == core.FromFailOpen {
-		for _, l := range t.limits {
-			fn(l)
-		}
-		return
-	}
-	t.d.Each(func(s core.LimitState) { fn(s.Limit) })
-}
-
-// policyCache is a RateLimit-Policy value and the limits it lists.
+// policyCache is what the headers say of a listing's policies: their
+// names and the RateLimit-Policy value. A Guard keeps the last one.
 type policyCache struct {
-	limits []core.Limit
-	value  string
+	limits []core.Limit // the limits listed, in order
+	counts []int        // for each entry, its number of limits
+	hidden []bool       // for each entry, whether it is hidden
+	names  []string     // each limit's name in the headers: cleaned and unique
+	enc    []string     // the names as sf-strings
+	value  string       // RateLimit-Policy in the Guard's style
 }
 
-// policyValue returns the RateLimit-Policy value listing every limit of
-// ts, from the cache when the limits are those of the last request.
-func (g *Guard) policyValue(ts []taken) string {
-	pc := g.policy.Load()
-	if pc != nil && pc.matches(ts) {
-		return pc.value
+// policies returns the policyCache of ls: the Guard's last one when it
+// lists the same, so that a route's requests build it once.
+func (g *Guard) policies(ls *listing) *policyCache {
+	if pc := g.policy.Load(); pc != nil && pc.matches(ls) {
+		return pc
 	}
+	pc := &policyCache{counts: make([]int, len(ls.entries)), hidden: make([]bool, len(ls.entries))}
+	for i := range ls.entries {
+		e := &ls.entries[i]
+		pc.counts[i], pc.hidden[i] = e.numLimits(), e.hidden()
+		for j, n := 0, e.numLimits(); j < n; j++ {
+			pc.limits = append(pc.limits, *e.limit(j))
+		}
+	}
+	pc.limits = append(pc.limits, ls.extra...)
+	pc.names = uniqueNames(pc.limits)
+	pc.enc = make([]string, len(pc.names))
+	for i, n := range pc.names {
+		pc.enc[i] = string(appendSFString(nil, n))
+	}
+	pc.value = g.policyValue(pc)
+	if ls.extra == nil { // the lists of denials, with extra policies, are not kept
+		g.policy.Store(pc)
+	}
+	return pc
+}
+
+// matches reports whether pc is the policyCache of ls. It runs on every
+// request, and copies nothing.
+func (pc *policyCache) matches(ls *listing) bool {
+	if len(ls.entries) != len(pc.hidden) {
+		return false
+	}
+	n := 0
+	for i := range ls.entries {
+		e := &ls.entries[i]
+		k := e.numLimits()
+		if k != pc.counts[i] || e.hidden() != pc.hidden[i] || n+k > len(pc.limits) {
+			return false
+		}
+		for j := range k {
+			if *e.limit(j) != pc.limits[n+j] {
+				return false
+			}
+		}
+		n += k
+	}
+	if len(pc.limits)-n != len(ls.extra) {
+		return false
+	}
+	for i := range ls.extra {
+		if ls.extra[i] != pc.limits[n+i] {
+			return false
+		}
+	}
+	return true
+}
+
+// uniqueNames returns the names the headers give limits: PolicyName,
+// cleaned as an sf-string holds it (see cleanName), and made unique within
+// the list: a name already given to an earlier limit gets the suffix "-2",
+// or "-3", and so on, the first that is free (the name cut so that it
+// stays within core.MaxNameLen bytes).
+func uniqueNames(limits []core.Limit) []string {
+	names := make([]string, len(limits))
+	for i := range limits {
+		base := cleanName(limits[i].PolicyName())
+		n := base
+		for k := 2; slices.Contains(names[:i], n); k++ {
+			suffix := "-" + strconv.Itoa(k)
+			n = base[:min(len(base), core.MaxNameLen-len(suffix))] + suffix
+		}
+		names[i] = n
+	}
+	return names
+}
+
+// policyValue returns the RateLimit-Policy value of pc in g's style: every
+// limit for draft-11; for draft-06, those of the entries not hidden and the
+// extra ones, one per quota.
+func (g *Guard) policyValue(pc *policyCache) string {
 	var buf [256]byte
 	b := buf[:0]
-	n := 0
-	for i := range ts {
-		ts[i].eachLimit(func(l core.Limit) {
-			if n > 0 {
+	switch g.style {
+	case HeadersDraft11:
+		for i := range pc.limits {
+			if i > 0 {
 				b = append(b, ", "...)
 			}
-			n++
-			b = g.appendPolicyItem(b, &l)
-		})
-	}
-	v := string(b)
-	if len(ts) == len(g.rules) { // partial lists (a rule denied early) are not cached
-		limits := make([]core.Limit, 0, n)
-		for i := range ts {
-			ts[i].eachLimit(func(l core.Limit) { limits = append(limits, l) })
+			l := &pc.limits[i]
+			q, w := quotaWindow(l.Quota, l.Period)
+			b = append(b, pc.enc[i]...)
+			b = append(b, ";q="...)
+			b = strconv.AppendInt(b, q, 10)
+			if u := l.QuotaUnit(); u != "" {
+				b = append(b, ";qu="...)
+				b = appendSFString(b, u)
+			}
+			b = append(b, ";w="...)
+			b = strconv.AppendInt(b, w, 10)
 		}
-		g.policy.Store(&policyCache{limits: limits, value: v})
+	case HeadersDraft06:
+		b = appendDraft06Policies(b, pc)
 	}
-	return v
+	return string(b)
 }
 
-func (pc *policyCache) matches(ts []taken) bool {
+// appendDraft06Policies appends the draft-06 RateLimit-Policy items of pc:
+// "q;w=w", one per quota, since the draft forbids two policies with the
+// same quota: of limits with the same q, the one with the longest window.
+// Hidden entries have none.
+func appendDraft06Policies(b []byte, pc *policyCache) []byte {
+	type qw struct{ q, w int64 }
+	var items []qw
+	add := func(l *core.Limit) {
+		q, w := quotaWindow(l.Quota, l.Period)
+		for j := range items {
+			if items[j].q == q {
+				items[j].w = max(items[j].w, w)
+				return
+			}
+		}
+		items = append(items, qw{q, w})
+	}
+	// The limits of entry i follow those of entry i-1; hidden entries'
+	// are skipped. What follows the last entry's are the extra ones.
 	n := 0
-	ok := true
-	match := func(l *core.Limit) {
-		ok = ok && n < len(pc.limits) && pc.limits[n] == *l
-		n++
-	}
-	for i := range ts { // eachLimit, without copies: this runs on every request
-		t := &ts[i]
-		switch {
-		case t.d.Source == core.FromFailOpen:
-			for j := range t.limits {
-				match(&t.limits[j])
-			}
-		case t.d.States == nil:
-			match(&t.d.Limit)
-		default:
-			for j := range t.d.States {
-				match(&t.d.States[j].Limit)
+	for i, k := range pc.counts {
+		if !pc.hidden[i] {
+			for j := n; j < n+k; j++ {
+				add(&pc.limits[j])
 			}
 		}
+		n += k
 	}
-	return ok && n == len(pc.limits)
+	for j := n; j < len(pc.limits); j++ {
+		add(&pc.limits[j])
+	}
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, it.q, 10)
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, it.w, 10)
+	}
+	return b
 }
 
-// appendPolicyItem appends l's RateLimit-Policy item in g's style.
-func (g *Guard) appendPolicyItem(b []byte, l *core.Limit) []byte {
-	if g.style == HeadersDraft11 {
-		b = appendSFString(b, l.PolicyName())
-		b = append(b, ";q="...)
+// quotaWindow returns q and w, the policy's quota and window in whole
+// seconds, for quota units per period p: the smallest integers of the same
+// rate, q = quota·k and w = p·k for the least k that makes w whole. When
+// they do not fit an sf-integer, w is p rounded up to whole seconds and q
+// the most units w admits at the real rate, rounded down, at most maxSFInt:
+// a rate a little lower than the real one, never higher, so that a client
+// pacing itself on q/w is never denied for it.
+func quotaWindow(quota int64, p time.Duration) (q, w int64) {
+	quota = clampSF(quota)
+	if p <= 0 {
+		return quota, 1
 	}
-	b = strconv.AppendInt(b, clampSF(l.Quota), 10)
-	b = append(b, ";w="...)
-	return strconv.AppendInt(b, max(1, ceilSeconds(l.Period)), 10)
+	ns := int64(p)
+	g := gcd(ns, int64(time.Second))
+	k := int64(time.Second) / g // the least k with k·p whole seconds
+	w = ns / g                  // k·p, in seconds
+	if w <= maxSFInt && quota <= maxSFInt/k {
+		return quota * k, w
+	}
+	w = max(1, ceilSeconds(p))
+	// q = ⌊quota · w·10⁹ / ns⌋, in 128 bits.
+	hi, lo := bits.Mul64(uint64(quota), uint64(w)*uint64(time.Second))
+	if hi >= uint64(ns) { // the quotient needs more than 64 bits
+		return maxSFInt, w
+	}
+	qq, _ := bits.Div64(hi, lo, uint64(ns))
+	return int64(min(qq, maxSFInt)), w
+}
+
+// gcd returns the greatest common divisor of a and b, both positive.
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // appendSFString appends s as an RFC 9651 sf-string: quoted, with '"' and

@@ -48,6 +48,8 @@ type config struct {
 	denied    DeniedHandler
 	onErr     ErrorHandler
 	style     HeaderStyle
+	reset     ResetFormat
+	clock     core.Clock
 	dryRun    bool
 	maxDelay  time.Duration
 	refundOn  func(status int) bool
@@ -85,10 +87,12 @@ func WithKey(fn keyfuncs.Func) Option {
 // (keyfuncs.IP() for a rule per client address). Rules are applied in
 // order, the Limiter passed to New first; a request passes only if every
 // rule admits it. When a rule denies (or fails), the cost the earlier
-// rules took is refunded, and the later rules are not consulted. Limiters
-// keep separate state for a key unless they share a scope (core.WithName;
-// by default limiters configured alike do). Neither lim nor fn may be nil.
-// Default: no further rules.
+// rules took is refunded, and the later rules are not consulted (their
+// policies are listed all the same). Limiters keep separate state for a
+// key unless they share a scope (core.WithName; by default limiters
+// configured alike do); two rules on one state for one request charge it
+// once (see Chain). Neither lim nor fn may be nil. Default: no further
+// rules.
 func WithRule(lim *core.Limiter, fn keyfuncs.Func) Option {
 	return func(c *config) {
 		switch {
@@ -171,8 +175,10 @@ func WithErrorHandler(h ErrorHandler) Option {
 	}
 }
 
-// WithHeaders selects the rate-limit response headers. Default:
-// HeadersDraft11.
+// WithHeaders selects the rate-limit response headers. Each middleware
+// writes the whole chain's state in its own style (see Chain), so stacked
+// middlewares should share one style: with several, the last to write a
+// field wins, and HeadersNone writes nothing. Default: HeadersDraft11.
 func WithHeaders(style HeaderStyle) Option {
 	return func(c *config) {
 		if style >= numStyles {
@@ -180,6 +186,47 @@ func WithHeaders(style HeaderStyle) Option {
 			return
 		}
 		c.style = style
+	}
+}
+
+// A ResetFormat is how HeadersLegacy sends X-RateLimit-Reset.
+type ResetFormat uint8
+
+const (
+	// ResetDelta sends the number of seconds from now, as the drafts'
+	// RateLimit-Reset and t do.
+	ResetDelta ResetFormat = iota
+	// ResetUnix sends a Unix time in seconds, as GitHub's API, ulule's
+	// limiter and express-rate-limit do: now (WithClock) plus the delta,
+	// rounded up.
+	ResetUnix
+
+	numResetFormats
+)
+
+// WithLegacyReset selects the X-RateLimit-Reset of HeadersLegacy: a delta
+// in seconds or a Unix time. Other header styles ignore it. Default:
+// ResetDelta.
+func WithLegacyReset(f ResetFormat) Option {
+	return func(c *config) {
+		if f >= numResetFormats {
+			c.invalid("WithLegacyReset", "unknown reset format")
+			return
+		}
+		c.reset = f
+	}
+}
+
+// WithClock sets the clock of the times the Guard sends as dates: the Unix
+// time of WithLegacyReset(ResetUnix). Decisions use their Limiter's clock,
+// never this one. clock must not be nil. Default: the wall clock.
+func WithClock(clock core.Clock) Option {
+	return func(c *config) {
+		if clock == nil {
+			c.invalid("WithClock", "nil clock")
+			return
+		}
+		c.clock = clock
 	}
 }
 
@@ -217,8 +264,9 @@ func WithMaxDelay(d time.Duration) Option {
 // WithRefundOn refunds the whole cost of a request, on every rule, when
 // the handler's status makes match report true; e.g. ServerErrors, so a
 // failing backend does not eat the client's quota. It takes precedence over
-// WithReportedCost and WithResponseCost. match must not be nil. Default:
-// none.
+// WithReportedCost and WithResponseCost. Of stacked middlewares that
+// settle one limiter state, the innermost settles it. match must not be
+// nil. Default: none.
 func WithRefundOn(match func(status int) bool) Option {
 	return func(c *config) {
 		if match == nil {
@@ -233,12 +281,11 @@ func WithRefundOn(match func(status int) bool) Option {
 func ServerErrors(status int) bool { return status >= 500 && status <= 599 }
 
 // NotPassed reports whether status is a 5xx or a 429: a matcher for
-// WithRefundOn on an app-wide middleware stacked over a route's own. The
-// app-wide limit counts a request before the route's limit is asked; with
-// WithRefundOn(NotPassed) it gives the unit back when the route's limit
-// (or the application) answers 429, so only requests that pass are
-// counted, as they are across the limits of one Limiter or the rules of
-// one middleware (WithRule).
+// WithRefundOn that gives a request's cost back when the application
+// answers it with 429 or a server error. A Tollgate middleware further in
+// that denies a request needs no such option: stacked middlewares act as
+// one decision, and the denial leaves no charge in any of them (see
+// Chain).
 func NotPassed(status int) bool { return status == 429 || ServerErrors(status) }
 
 // WithReportedCost lets the handler report the real cost of a request,

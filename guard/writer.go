@@ -22,18 +22,6 @@ type Writer interface {
 	WriteResponse(status int, body []byte) error
 }
 
-// HeaderGetter is implemented by Writers that can read a response header
-// set before the Guard ran. With it, the draft-11 RateLimit-Policy and
-// RateLimit lists of a middleware behind another (a route's own behind an
-// app-wide one) are appended to the outer one's instead of replacing them,
-// so the client sees every policy it is subject to. Every adapter of this
-// repository implements it.
-type HeaderGetter interface {
-	// GetHeader returns the first value of the response header name
-	// (canonical form), or "".
-	GetHeader(name string) string
-}
-
 // Next runs the rest of the chain: the next middleware and the handler.
 // ctx is the request's context, or a context derived from it that carries
 // the cost slot of WithReportedCost: when it differs from the request's

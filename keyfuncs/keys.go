@@ -24,16 +24,14 @@ const MaxKeyLen = 1024
 // value is verified by an earlier middleware (an API key, say).
 func Header(name string) Func {
 	name = http.CanonicalHeaderKey(name)
-	what := fmt.Sprintf("header %q", name)
-	return valueFunc(what, func(r Request) string { return r.Header(name) })
+	return valueFunc("header", name, func(r Request) string { return r.Header(name) })
 }
 
 // Query returns a Func whose key is the first value of the named URL query
 // parameter, decoded. A missing or empty parameter yields an error matching
 // ErrNoKey; a value longer than MaxKeyLen one matching ErrKeyTooLong.
 func Query(name string) Func {
-	what := fmt.Sprintf("query parameter %q", name)
-	return valueFunc(what, func(r Request) string { return r.Query(name) })
+	return valueFunc("query parameter", name, func(r Request) string { return r.Query(name) })
 }
 
 // Route returns a Func whose key is the pattern of the matched route, as
@@ -43,20 +41,20 @@ func Query(name string) Func {
 // ErrNoKey. It deliberately does not fall back to the path, which the client
 // chooses and which has unbounded cardinality; use Path for that.
 func Route() Func {
-	return valueFunc("route", func(r Request) string { return r.Route() })
+	return valueFunc("route", "", func(r Request) string { return r.Route() })
 }
 
 // Method returns a Func whose key is the request method, e.g. "POST".
 // Methods are case-sensitive and are not normalised.
 func Method() Func {
-	return valueFunc("method", func(r Request) string { return r.Method() })
+	return valueFunc("method", "", func(r Request) string { return r.Method() })
 }
 
 // Path returns a Func whose key is the URL path, e.g. "/users/42". The
 // client chooses the path, so a key on it alone is one bucket per path the
 // client cares to invent; combine it with a client key using Join.
 func Path() Func {
-	return valueFunc("path", func(r Request) string { return r.Path() })
+	return valueFunc("path", "", func(r Request) string { return r.Path() })
 }
 
 // Static returns a Func that returns s for every request: one bucket shared
@@ -171,12 +169,13 @@ func joinPart(fn Func, i int, r Request) (string, error) {
 	return k, nil
 }
 
-// valueFunc returns a Func over a single string value of the request, with
-// the empty and length checks shared by Header, Query, Route, Method and
-// Path. Its errors are built once, so the error paths allocate nothing.
-func valueFunc(what string, get func(Request) string) Func {
-	errMissing := fmt.Errorf("%w: %s is missing or empty", ErrNoKey, what)
-	errLong := fmt.Errorf("%w: %s is longer than %d bytes", ErrKeyTooLong, what, MaxKeyLen)
+// valueFunc returns a Func over a single string value of the request, the
+// part kind named name ("" for route, method and path), with the empty and
+// length checks shared by Header, Query, Route, Method and Path. Its
+// errors are built once, so the error paths allocate nothing.
+func valueFunc(kind, name string, get func(Request) string) Func {
+	errMissing := &SourceError{Kind: kind, Name: name, Err: ErrNoKey}
+	errLong := &SourceError{Kind: kind, Name: name, Err: ErrKeyTooLong}
 	return func(r Request) (string, error) {
 		v := get(r)
 		switch {

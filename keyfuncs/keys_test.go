@@ -127,3 +127,37 @@ func TestValueKeyErrorsNameTheirSource(t *testing.T) {
 		t.Errorf("Header(%q) error has %d bytes, want a short error without the value", "X-Big", len(err.Error()))
 	}
 }
+
+// The errors of Header, Query, Route, Method and Path are SourceErrors: a
+// caller (guard.ErrorDetail) can tell the client which part of its request
+// is missing or too long, and never its value.
+func TestValueKeyErrorsAreSourceErrors(t *testing.T) {
+	long := strings.Repeat("v", MaxKeyLen+1)
+	tests := []struct {
+		name       string
+		fn         Func
+		r          *fakeRequest
+		kind, part string
+		sentinel   error
+	}{
+		{"a missing header", Header("x-api-key"), &fakeRequest{header: http.Header{}}, "header", "X-Api-Key", ErrNoKey},
+		{"a header too long", Header("X-Api-Key"), &fakeRequest{header: http.Header{"X-Api-Key": {long}}}, "header", "X-Api-Key", ErrKeyTooLong},
+		{"a missing query parameter", Query("key"), &fakeRequest{}, "query parameter", "key", ErrNoKey},
+		{"no route", Route(), &fakeRequest{}, "route", "", ErrNoKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.fn(tt.r)
+			var se *SourceError
+			if !errors.As(err, &se) || !errors.Is(err, tt.sentinel) {
+				t.Fatalf("error %v: want a *SourceError matching %v", err, tt.sentinel)
+			}
+			if se.Kind != tt.kind || se.Name != tt.part {
+				t.Errorf("SourceError = {%q, %q}, want {%q, %q}", se.Kind, se.Name, tt.kind, tt.part)
+			}
+			if strings.Contains(err.Error(), long) {
+				t.Errorf("error %.80q... holds the value", err)
+			}
+		})
+	}
+}

@@ -11,6 +11,9 @@
 //
 // The request flow, the headers and the 429 body are those of package
 // guard; this package only translates *http.Request and
-// http.ResponseWriter. Handlers report a post-hoc cost with
+// http.ResponseWriter. Stacked middlewares (the whole app and a route's
+// own, above) act as one decision: the handler's writer carries the
+// request's guard.Chain to the middlewares further in, a gin or echo
+// engine mounted inside included. Handlers report a post-hoc cost with
 // guard.ReportCost(r.Context(), n) (see WithReportedCost).
 package nethttp

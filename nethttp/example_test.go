@@ -57,3 +57,31 @@ func ExampleNew_perRoute() {
 	// 200 "search";q=10;w=60 "search";r=0;t=60
 	// 429 "search";q=10;w=60 "search";r=0;t=60
 }
+
+// An app-wide middleware around the mux and a route's own act as one
+// decision: the searches the route denies cost nothing app-wide, and every
+// response lists both policies.
+func ExampleNew_stacked() {
+	clock := core.ClockFunc(func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) })
+	store := memstore.New(memstore.WithClock(clock))
+	defer store.Close()
+	appLim, _ := core.New(store, core.WithClock(clock), core.PerMinute(5).WithAlgorithm(core.FixedWindow).Named("app"))
+	searchLim, _ := core.New(store, core.WithClock(clock), core.PerMinute(1).WithAlgorithm(core.FixedWindow).Named("search"))
+
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	mux := http.NewServeMux()
+	mux.Handle("GET /search", nethttp.New(searchLim)(ok))
+	mux.Handle("GET /", ok)
+	h := nethttp.New(appLim)(mux)
+
+	for _, path := range []string{"/search", "/search", "/search", "/"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		fmt.Println(rec.Code, path, rec.Header().Get("RateLimit"))
+	}
+	// Output:
+	// 200 /search "app";r=4;t=60, "search";r=0;t=60
+	// 429 /search "app";r=4;t=60, "search";r=0;t=60
+	// 429 /search "app";r=4;t=60, "search";r=0;t=60
+	// 200 / "app";r=3;t=60
+}

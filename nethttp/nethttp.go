@@ -18,10 +18,14 @@ import (
 // The rate-limit headers are set before the handler runs. A denied request
 // gets 429 with Retry-After and a problem+json body; a request that cannot
 // be decided gets the ErrorHandler's response (see guard.ErrorStatus).
-// The handler receives the original http.ResponseWriter, unless
-// WithRefundOn or WithResponseCost need its status and size: then a thin
-// wrapper that keeps Flush, Hijack, ReadFrom and Unwrap (for
-// http.ResponseController) working.
+//
+// The handler receives a thin wrapper of the http.ResponseWriter that
+// keeps Flush, Hijack, ReadFrom and Unwrap (for http.ResponseController)
+// working, records the status and size when WithRefundOn or
+// WithResponseCost need them, and carries the request's guard.Chain: a
+// Tollgate middleware further in (of this package, or a gin or echo
+// engine mounted inside) finds it by unwrapping the writer it receives,
+// and the two act as one decision (see guard.Chain).
 //
 // New panics if lim is nil or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
@@ -36,19 +40,20 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	if err != nil {
 		panic("nethttp: New: " + err.Error())
 	}
-	track := g.NeedsResult()
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var x *writer
-			var rw http.ResponseWriter = w
-			if track && canHijack(w) {
+			var rw http.ResponseWriter
+			if canHijack(w) {
 				hx := &hijackWriter{writer{w: w}}
 				x, rw = &hx.writer, hx
 			} else {
 				x = &writer{w: w}
-				if track {
-					rw = x
-				}
+				rw = x
+			}
+			x.chain = guard.FindChain(w)
+			if x.chain == nil {
+				x.chain = &x.own
 			}
 			_ = g.Serve(request{r}, x, func(ctx context.Context) guard.Result {
 				if ctx != r.Context() {

@@ -210,14 +210,22 @@ func TestReportedCostThroughTheRequestContext(t *testing.T) {
 	}
 }
 
-func TestResponseWriterIsPassedThroughWhenNothingSettles(t *testing.T) {
+// The handler's writer carries the request's chain to the middlewares
+// further in, and unwraps to the original writer, for
+// http.ResponseController. (It used to be the original writer itself when
+// nothing settled; now it always carries the chain.)
+func TestHandlerWriterCarriesTheChainAndUnwrapsToTheOriginal(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(100, "m"))
 	var got http.ResponseWriter
 	h := nethttp.New(lim)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = w }))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	if got != http.ResponseWriter(rec) {
-		t.Errorf("handler got %T, want the original writer", got)
+	u, ok := got.(interface{ Unwrap() http.ResponseWriter })
+	if !ok || u.Unwrap() != http.ResponseWriter(rec) {
+		t.Errorf("handler got %T, want a writer that unwraps to the original", got)
+	}
+	if guard.FindChain(got) == nil {
+		t.Error("guard.FindChain found no chain in the handler's writer")
 	}
 }
 

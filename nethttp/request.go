@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/tollgate/tollgate/keyfuncs"
 )
@@ -13,9 +14,22 @@ import (
 // the options below reach the *http.Request again.
 type request struct{ r *http.Request }
 
-func (x request) Method() string                    { return keyfuncs.FromHTTP(x.r).Method() }
-func (x request) Path() string                      { return keyfuncs.FromHTTP(x.r).Path() }
-func (x request) Route() string                     { return x.r.Pattern }
+func (x request) Method() string { return keyfuncs.FromHTTP(x.r).Method() }
+func (x request) Path() string   { return keyfuncs.FromHTTP(x.r).Path() }
+func (x request) Route() string  { return x.r.Pattern }
+
+// RoutePattern implements guard.RoutePatterner: the pattern of the route
+// that answers, r.Pattern, when the middleware runs inside the mux that
+// matched it. A pattern of a subtree ("/api/", chi's "/api/*") or with a
+// wildcard of many segments ("/files/{path...}") is that of a mounted mux
+// or of many routes, not known to answer, and so is "".
+func (x request) RoutePattern() string {
+	p := x.r.Pattern
+	if p == "" || strings.HasSuffix(p, "/") || strings.HasSuffix(p, "*") || strings.HasSuffix(p, "...}") {
+		return ""
+	}
+	return p
+}
 func (x request) Header(name string) string         { return x.r.Header.Get(name) }
 func (x request) HeaderValues(name string) []string { return x.r.Header.Values(name) }
 func (x request) Query(name string) string          { return keyfuncs.FromHTTP(x.r).Query(name) }

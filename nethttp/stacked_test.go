@@ -1,6 +1,7 @@
 package nethttp_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,58 +10,131 @@ import (
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 	"github.com/tollgate/tollgate/nethttp"
 )
 
-// An app-wide limit and a route's own limit, on one store and keyed by the
-// same client IP: the route's denials must not use up the app-wide quota
-// when the app-wide middleware refunds what did not pass.
+// An app-wide limit and a route's own limit, keyed by the same client IP
+// (the README's pattern): the route's denials never use up the app-wide
+// quota, by default, and with WithRefundOn(guard.NotPassed) as before.
 func TestStackedMiddlewaresCountOnlyPassingRequests(t *testing.T) {
-	store := memstore.New(memstore.WithSweepInterval(0))
-	defer store.Close()
-	app, err := core.New(store, core.PerMinute(5).Named("app"))
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		name string
+		opts []nethttp.Option
+	}{
+		{"by default", nil},
+		{"with WithRefundOn(guard.NotPassed)", []nethttp.Option{nethttp.WithRefundOn(guard.NotPassed)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			app := newLimiter(t, nil, fixed(5, "app"))
+			search := newLimiter(t, nil, fixed(10, "search"))
+			ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+			mux := http.NewServeMux()
+			mux.Handle("/search", nethttp.New(search, nethttp.WithCost(5))(ok))
+			mux.Handle("/", ok)
+			h := nethttp.New(app, tt.opts...)(mux)
+
+			var last *httptest.ResponseRecorder
+			for i, want := range []int{200, 200, 429, 429, 429} { // search: 10 per minute at cost 5
+				if last = do(h, httptest.NewRequest("GET", "/search", nil)); last.Code != want {
+					t.Fatalf("search #%d = %d, want %d", i+1, last.Code, want)
+				}
+			}
+			if got, want := last.Header().Get("RateLimit-Policy"), `"app";q=5;w=60, "search";q=10;w=60`; got != want {
+				t.Errorf("RateLimit-Policy = %q, want %q", got, want)
+			}
+			// The 429 shows the app-wide state after its refund: the two
+			// searches that passed, not the three denied.
+			if got, want := last.Header().Get("RateLimit"), `"app";r=3;t=60, "search";r=0;t=60`; got != want {
+				t.Errorf("RateLimit = %q, want %q", got, want)
+			}
+			if got := remainingOf(t, app, "192.0.2.1"); got != 3 {
+				t.Errorf("app-wide remaining after the searches = %d, want 3", got)
+			}
+			for i, want := range []int{200, 200, 200, 429} {
+				if got := do(h, httptest.NewRequest("GET", "/", nil)).Code; got != want {
+					t.Errorf("GET / #%d after the searches = %d, want %d", i+1, got, want)
+				}
+			}
+		})
 	}
-	search, err := core.New(store, core.PerMinute(10).Named("search"))
+}
+
+// remainingOf peeks at key's remaining units under lim.
+func remainingOf(t *testing.T, lim *core.Limiter, key string) int64 {
+	t.Helper()
+	d, err := lim.Peek(context.Background(), key)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Peek(%q): %v", key, err)
 	}
+	return d.Remaining
+}
+
+// A middleware inside the mux knows the route's pattern: when it denies a
+// request before the route's own middleware runs, its 429 lists the
+// route's policies as the responses that passed did.
+func TestAnOuterDenialListsTheRoutesPolicies(t *testing.T) {
+	app := nethttp.New(newLimiter(t, nil, fixed(3, "app")))
+	search := nethttp.New(newLimiter(t, nil, fixed(10, "search")))
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	mux := http.NewServeMux()
-	mux.Handle("/search", nethttp.New(search, nethttp.WithCost(5))(ok))
-	mux.Handle("/", ok)
-	h := nethttp.New(app, nethttp.WithRefundOn(guard.NotPassed))(mux)
+	mux.Handle("GET /search", app(search(ok)))
+	mux.Handle("GET /hello", app(ok))
+	const both = `"app";q=3;w=60, "search";q=10;w=60`
+	for i, s := range []struct {
+		path         string
+		status       int
+		policy, rate string
+	}{
+		{"/search", 200, both, `"app";r=2;t=60, "search";r=9;t=60`},
+		{"/hello", 200, `"app";q=3;w=60`, `"app";r=1;t=60`},
+		{"/hello", 200, `"app";q=3;w=60`, `"app";r=0;t=60`},
+		{"/search", 429, both, `"app";r=0;t=60`}, // search did not run: its policy is the one learned on the route
+		{"/hello", 429, `"app";q=3;w=60`, `"app";r=0;t=60`},
+	} {
+		rec := do(mux, httptest.NewRequest("GET", s.path, nil))
+		if rec.Code != s.status || rec.Header().Get("RateLimit-Policy") != s.policy || rec.Header().Get("RateLimit") != s.rate {
+			t.Errorf("step %d GET %s: %d %q %q, want %d %q %q", i, s.path, rec.Code,
+				rec.Header().Get("RateLimit-Policy"), rec.Header().Get("RateLimit"), s.status, s.policy, s.rate)
+		}
+	}
+}
 
-	var last *httptest.ResponseRecorder
-	get := func(path string) int {
-		t.Helper()
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest("GET", path, nil)
-		req.RemoteAddr = "192.0.2.1:1234"
-		h.ServeHTTP(rec, req)
-		last = rec
-		return rec.Code
+// A middleware further in that cannot decide (its store fails) stops the
+// request: the app-wide one gives its unit back, and the headers it set
+// are brought up to date.
+func TestAnInnerFailureRefundsTheOuterMiddlewares(t *testing.T) {
+	app := newLimiter(t, nil, fixed(5, "app"))
+	broken := newLimiter(t, guardtest.FailingStore{}, fixed(5, "broken"))
+	h := nethttp.New(app)(nethttp.New(broken)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("the handler ran")
+	})))
+	rec := do(h, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != 503 || rec.Header().Get("RateLimit") != `"app";r=5;t=60` {
+		t.Errorf("status %d, RateLimit %q; want 503 and the app-wide limit untouched", rec.Code, rec.Header().Get("RateLimit"))
 	}
-	for i, want := range []int{200, 200, 429, 429, 429} { // search: 10 per minute at cost 5
-		if got := get("/search"); got != want {
-			t.Fatalf("search #%d = %d, want %d", i+1, got, want)
-		}
+	if got := remainingOf(t, app, "192.0.2.1"); got != 5 {
+		t.Errorf("app-wide remaining = %d, want 5", got)
 	}
-	// The route's lists follow the app-wide middleware's: both policies show.
-	if got, want := last.Header().Get("RateLimit-Policy"), `"app";q=5;w=60, "search";q=10;w=60`; got != want {
-		t.Errorf("RateLimit-Policy = %q, want %q", got, want)
-	}
-	if got := last.Header().Get("RateLimit"); !strings.HasPrefix(got, `"app";r=2;t=`) || !strings.Contains(got, `, "search";r=0;t=`) {
-		t.Errorf("RateLimit = %q, want the app item (r=2: the denied searches were refunded) then the search item (r=0)", got)
-	}
-	// The app-wide limit counted the two searches that passed, not the three
-	// the route denied: 3 of its 5 units are left.
-	for i, want := range []int{200, 200, 200, 429} {
-		if got := get("/"); got != want {
-			t.Errorf("GET / #%d after the searches = %d, want %d", i+1, got, want)
-		}
+}
+
+// A panic in a function of a middleware further in leaves no charge in the
+// middlewares around it either.
+func TestAPanicFurtherInLeavesNoCharge(t *testing.T) {
+	app := newLimiter(t, nil, fixed(5, "app"))
+	inner := newLimiter(t, nil, fixed(5, "inner"))
+	h := nethttp.New(app)(nethttp.New(inner, nethttp.WithKeyFunc(func(*http.Request) (string, error) { panic(guardtest.Boom) }))(http.NotFoundHandler()))
+	func() {
+		defer func() {
+			if r := recover(); r != guardtest.Boom {
+				t.Errorf("recovered %v, want %v", r, guardtest.Boom)
+			}
+		}()
+		do(h, httptest.NewRequest("GET", "/", nil))
+	}()
+	if got := remainingOf(t, app, "192.0.2.1"); got != 5 {
+		t.Errorf("app-wide remaining after the panic = %d, want 5", got)
 	}
 }
 

@@ -9,11 +9,14 @@ import (
 	"github.com/tollgate/tollgate/guard"
 )
 
-// writer is the guard.Writer of a request and, when the Guard settles on
-// the response, the http.ResponseWriter the handler writes to, which
-// records the status and size. One allocation per request serves both.
+// writer is the guard.ChainWriter of a request and the
+// http.ResponseWriter the handler writes to, which records the status and
+// size and carries the request's chain to the middlewares further in. One
+// allocation per request serves all three, and holds the chain too.
 type writer struct {
 	w      http.ResponseWriter
+	chain  *guard.Chain // own, or that of a middleware around this one
+	own    guard.Chain
 	hv     [4]string // storage for the values of the headers the Guard sets
 	nhv    int
 	wrote  bool
@@ -21,10 +24,11 @@ type writer struct {
 	bytes  int64
 }
 
-var (
-	_ guard.Writer       = (*writer)(nil)
-	_ guard.HeaderGetter = (*writer)(nil)
-)
+var _ guard.ChainWriter = (*writer)(nil)
+
+// Chain implements guard.ChainWriter, and lets guard.FindChain find the
+// chain from the writer the handler receives.
+func (x *writer) Chain() *guard.Chain { return x.chain }
 
 // SetHeader implements guard.Writer. name is canonical.
 func (x *writer) SetHeader(name, value string) {
@@ -37,14 +41,6 @@ func (x *writer) SetHeader(name, value string) {
 		return
 	}
 	h[name] = []string{value}
-}
-
-// GetHeader implements guard.HeaderGetter. name is canonical.
-func (x *writer) GetHeader(name string) string {
-	if v := x.w.Header()[name]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }
 
 // WriteResponse implements guard.Writer.

@@ -47,7 +47,7 @@ routes:
 	}
 	// Output:
 	// GET / 200 "10-per-1s";r=9;t=2
-	// POST /search 200 "10-per-1s";r=4;t=2, "search";r=15;t=120
+	// POST /search 200 "10-per-1s";r=4;t=2, "search";r=15;t=63
 	// POST /search 429 "10-per-1s";r=4;t=2
 }
 
@@ -85,7 +85,7 @@ routes:
 		fmt.Println(w.Code, w.Header().Get("RateLimit"))
 	}
 	// Output:
-	// 200 "2-per-1m";r=1;t=120
-	// 200 "2-per-1m";r=0;t=120
+	// 200 "2-per-1m";r=1;t=90
+	// 200 "2-per-1m";r=0;t=90
 	// 429 "2-per-1m";r=0;t=90
 }

@@ -125,10 +125,11 @@ var script = []step{
 	{client: "bob", method: "POST", path: "/search", note: "cost 5"},
 	{client: "alice", method: "POST", path: "/generate", body: "tell me a story", note: "estimate 10", wait: 2 * time.Second},
 	{client: "alice", method: "POST", path: "/generate", body: "tell me a longer story please", note: "estimate 10"},
-	{client: "alice", method: "POST", path: "/generate", body: "one more", note: "estimate 10"},
+	{client: "alice", method: "POST", path: "/generate", body: "one more", note: "estimate 10; denied, so not counted app-wide"},
 	{client: "alice", method: "GET", path: "/hello"},
 	{client: "alice", method: "GET", path: "/hello"},
-	{client: "alice", method: "GET", path: "/hello", note: "the per-minute limit spent"},
+	{client: "alice", method: "GET", path: "/hello"},
+	{client: "alice", method: "GET", path: "/hello", note: "the per-minute limit spent: 10 passed"},
 }
 
 func run(out io.Writer) error {
@@ -150,7 +151,7 @@ func run(out io.Writer) error {
 	fmt.Fprintln(out, `  app-wide, per API key:  "per-second" 5/s and "per-minute" 10/min (every request pays 1 unit)`)
 	fmt.Fprintln(out, `  POST /search:           "search" 10/min, each request costs 5`)
 	fmt.Fprintln(out, `  POST /generate:         "tokens" 100/min, admitted at 10, then charged the tokens it used`)
-	fmt.Fprintln(out, "  A route's own limiter writes the RateLimit headers its client sees.")
+	fmt.Fprintln(out, "  Stacked, they act as one decision: a request the route's limit denies costs nothing app-wide.")
 	fmt.Fprintln(out)
 	const row = "%-2s %-6s %-15s %-6s %-44s %-21s %-11s %s\n"
 	fmt.Fprintf(out, row, "#", "client", "request", "status", "RateLimit-Policy", "RateLimit", "Retry-After", "note")

@@ -30,7 +30,7 @@ func TestDemo(t *testing.T) {
 			got = append(got, f[4])
 		}
 	}
-	want := "200 200 200 200 200 429 200 200 200 429 200 200 429 200 200 429"
+	want := "200 200 200 200 200 429 200 200 200 429 200 200 429 200 200 200 429"
 	if g := strings.Join(got, " "); g != want {
 		t.Errorf("statuses:\n got %s\nwant %s\noutput:\n%s", g, want, text)
 	}

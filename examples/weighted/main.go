@@ -53,7 +53,8 @@ func newApp() (http.Handler, func(), error) {
 	// function's error answers 400 (the request is malformed) with a
 	// generic problem+json body; its text goes to WithOnError, never to
 	// the client. A cost above the limit's capacity (here 100) can never
-	// pass: 429 without Retry-After, and a body that says so.
+	// pass: 429 without Retry-After, and a problem type that says so
+	// (request-exceeds-capacity, with the cost and the capacity).
 	mux.Handle("GET /export", nethttp.New(lim,
 		nethttp.WithCostFunc(pages),
 		nethttp.WithOnError(func(r *http.Request, err error) { log.Printf("%s %s: %v", r.Method, r.URL, err) }),

@@ -27,6 +27,11 @@ const (
 
 // Cases returns the conformance table. Each call returns fresh values.
 func Cases() []Case {
+	return append(single(), stacked()...)
+}
+
+// single returns the cases of one middleware.
+func single() []Case {
 	return []Case{
 		{
 			Name:   "by default the client IP is the key, draft-11 headers are sent and the request over quota gets a 429 problem",
@@ -42,11 +47,11 @@ func Cases() []Case {
 			},
 		},
 		{
-			Name:    "a cost above the capacity is denied without Retry-After",
+			Name:    "a cost above the capacity gets a problem of its own, without Retry-After or a RateLimit item that would invite a retry",
 			Limits:  []core.Limit{fixed(2, minute, "per-minute")},
 			Options: opts(guard.WithCost(3)),
 			Steps: []Step{
-				{Status: 429, Body: Problem429(0, "per-minute"), Want: header(hPolicy, perMin, hLimit, `"per-minute";r=2;t=0`, hRetry, notFound, hType, problem)},
+				{Status: 429, Body: ProblemCapacity(3, 2, "", "per-minute"), Want: header(hPolicy, perMin, hLimit, notFound, hRetry, notFound, hType, problem)},
 			},
 		},
 		{
@@ -79,15 +84,15 @@ func Cases() []Case {
 			},
 		},
 		{
-			Name:    "a key from a header counts per value, and a request without it or with a huge one is a 400",
+			Name:    "a key from a header counts per value, and a request without it or with a huge one is a 400 that says what is wrong",
 			Limits:  []core.Limit{fixed(1, minute, "per-key")},
 			Options: opts(guard.WithKey(keyfuncs.Header("X-Api-Key"))),
 			Steps: []Step{
 				{Header: map[string]string{"X-Api-Key": "a"}, Status: 200, Body: "ok", Want: header(hLimit, `"per-key";r=0;t=60`)},
 				{Header: map[string]string{"X-Api-Key": "a"}, Status: 429, Body: Problem429(60, "per-key")},
 				{Header: map[string]string{"X-Api-Key": "b"}, Status: 200, Body: "ok"},
-				{Status: 400, Body: ProblemStatus(400), Want: header(hLimit, notFound, hType, problem)},
-				{Header: map[string]string{"X-Api-Key": strings.Repeat("k", 64<<10)}, Status: 400, Body: ProblemStatus(400)},
+				{Status: 400, Body: ProblemDetail(400, "missing header X-Api-Key"), Want: header(hLimit, notFound, hType, problem)},
+				{Header: map[string]string{"X-Api-Key": strings.Repeat("k", 64<<10)}, Status: 400, Body: ProblemDetail(400, "header X-Api-Key is longer than 1024 bytes")},
 			},
 		},
 		{
@@ -154,8 +159,10 @@ func Cases() []Case {
 				// 3 − alice − this = 1: alice's denied request was refunded.
 				{Status: 200, Body: "ok", Want: header(hPolicy, `"per-ip";q=3;w=60`, hLimit, `"per-ip";r=1;t=60`)},
 				{Header: map[string]string{"X-User": "bob"}, Status: 200, Body: "ok", Want: header(hLimit, `"per-ip";r=0;t=60, "per-user";r=0;t=60`)},
+				// per-ip denies before per-user is asked: per-user's policy
+				// is listed all the same, as on the requests that pass.
 				{Header: map[string]string{"X-User": "carol"}, Status: 429, Body: Problem429(60, "per-ip"), Want: header(
-					hPolicy, `"per-ip";q=3;w=60`, hLimit, `"per-ip";r=0;t=60`, hRetry, "60")},
+					hPolicy, `"per-ip";q=3;w=60, "per-user";q=1;w=60`, hLimit, `"per-ip";r=0;t=60`, hRetry, "60")},
 			},
 		},
 		{

@@ -17,14 +17,33 @@ import (
 )
 
 // TestConformanceChi runs the shared table with the middleware in a chi
-// router, app-wide (r.Use).
+// router: app-wide with r.Use, on the group with r.Route's r.Use, on the
+// route with r.With. chi routes after its r.Use middleware runs, so the
+// table runs with Run, not RunKnownRoutes.
 func TestConformanceChi(t *testing.T) {
-	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		r := chi.NewRouter()
-		r.Use(nethttp.New(cfg.Limiter, cfg.Options...))
-		r.Handle("/*", cfg.App)
-		return r
+	guardtest.Run(t, buildChi, checkHeaders)
+}
+
+// buildChi mounts cfg's layers in a chi router.
+func buildChi(t *testing.T, cfg guardtest.Config) http.Handler {
+	r := chi.NewRouter()
+	r.Use(middlewares(cfg.In(guardtest.AppWide))...)
+	r.Route(guardtest.GroupPrefix, func(r chi.Router) {
+		r.Use(middlewares(cfg.In(guardtest.Grouped))...)
+		r.With(middlewares(cfg.In(guardtest.OnRoute))...).Handle(guardtest.RoutePath[len(guardtest.GroupPrefix):], cfg.App)
+		r.Handle(guardtest.GroupPath[len(guardtest.GroupPrefix):], cfg.App)
 	})
+	r.Handle("/*", cfg.App)
+	return r
+}
+
+// middlewares returns the middlewares of layers, outermost first.
+func middlewares(layers []guardtest.Layer) []func(http.Handler) http.Handler {
+	ms := make([]func(http.Handler) http.Handler, 0, len(layers))
+	for _, l := range layers {
+		ms = append(ms, nethttp.New(l.Limiter, l.Options...))
+	}
+	return ms
 }
 
 func limiter(t *testing.T, limits ...core.Limit) *core.Limiter {

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -48,10 +49,12 @@ func param(t *testing.T, it httpsfv.Item, key string) int64 {
 
 // checkDraft11 parses RateLimit-Policy and RateLimit as a client would and
 // checks their shape: every item an sf-string name with integer q/w (r/t),
-// every RateLimit item naming a policy, and Retry-After ≥ the t of the
-// violated policy. RateLimit-Policy may come alone: a FailOpen decision
-// lists its policies but has no numbers for a RateLimit item.
-func checkDraft11(t *testing.T, h http.Header, status int) {
+// qu an sf-string when present, names unique in each list, every RateLimit
+// item naming a policy, and, on a 429, Retry-After not earlier than the t
+// of the item of each violated policy (draft-11 §6). RateLimit-Policy may
+// come alone: a FailOpen decision lists its policies but has no numbers
+// for a RateLimit item, and neither has a cost that can never pass.
+func checkDraft11(t *testing.T, h http.Header, status int, body []byte) {
 	t.Helper()
 	policies, hasPolicy := parseList(t, h, "RateLimit-Policy")
 	limits, hasLimit := parseList(t, h, "RateLimit")
@@ -68,13 +71,21 @@ func checkDraft11(t *testing.T, h http.Header, status int) {
 		if !ok {
 			t.Fatalf("RateLimit-Policy item %#v is not an sf-string", it.Value)
 		}
+		if names[name] {
+			t.Errorf("RateLimit-Policy %q names %q twice", h.Values("RateLimit-Policy"), name)
+		}
 		names[name] = true
 		param(t, it, "q")
 		if param(t, it, "w") < 1 {
 			t.Errorf("policy %q: w must be at least 1", name)
 		}
+		if qu, ok := it.Params.Get("qu"); ok {
+			if _, ok := qu.(string); !ok {
+				t.Errorf("policy %q: qu = %#v, want an sf-string", name, qu)
+			}
+		}
 	}
-	maxT := int64(-1)
+	ts := map[string]int64{}
 	for _, m := range limits {
 		it, ok := m.(httpsfv.Item)
 		if !ok {
@@ -84,50 +95,85 @@ func checkDraft11(t *testing.T, h http.Header, status int) {
 		if !ok || !names[name] {
 			t.Errorf("RateLimit item %#v names no policy of %v", it.Value, names)
 		}
+		if _, dup := ts[name]; dup {
+			t.Errorf("RateLimit %q has two items for %q", h.Values("RateLimit"), name)
+		}
 		param(t, it, "r")
-		maxT = max(maxT, param(t, it, "t"))
+		ts[name] = param(t, it, "t")
 	}
-	if ra := h.Get("Retry-After"); ra != "" && hasLimit && status == 429 {
-		secs, err := strconv.ParseInt(ra, 10, 64)
-		if err != nil || secs < 1 {
-			t.Errorf("Retry-After %q is not a positive delta-seconds", ra)
-		}
-		// The denying item's t equals Retry-After; other rules' items
-		// may reset later, never the violated one.
-		found := false
-		for _, m := range limits {
-			if param(t, m.(httpsfv.Item), "t") == secs {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("Retry-After %d matches no RateLimit item's t in %v", secs, h.Values("RateLimit"))
+	ra := h.Get("Retry-After")
+	if status != 429 || ra == "" {
+		return
+	}
+	secs, err := strconv.ParseInt(ra, 10, 64)
+	if err != nil || secs < 1 {
+		t.Errorf("Retry-After %q is not a positive delta-seconds", ra)
+	}
+	var p struct {
+		Violated []string `json:"violated-policies"`
+	}
+	if json.Unmarshal(body, &p) != nil {
+		return // a DeniedHandler's own body
+	}
+	for _, name := range p.Violated {
+		if tv, ok := ts[name]; ok && tv > secs {
+			t.Errorf("Retry-After %d is earlier than the t=%d of the violated policy %q", secs, tv, name)
 		}
 	}
 }
 
-// TestConformanceHeadersParse runs the shared table through nethttp and
-// parses every draft-11 header with httpsfv.
+// TestConformanceHeadersParse runs the shared table through nethttp, its
+// layers around nested muxes, and parses every header with httpsfv.
 func TestConformanceHeadersParse(t *testing.T) {
 	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		return nethttp.New(cfg.Limiter, cfg.Options...)(cfg.App)
-	}, func(t *testing.T, _ *guardtest.Case, _ *guardtest.Step, resp *http.Response, _ []byte) {
-		if resp.Header.Get("RateLimit-Limit") == "" {
-			checkDraft11(t, resp.Header, resp.StatusCode)
+		route := wrap(cfg.App, cfg.In(guardtest.OnRoute))
+		api := http.NewServeMux()
+		api.Handle(guardtest.RoutePath, route)
+		api.Handle(guardtest.GroupPath, cfg.App)
+		mux := http.NewServeMux()
+		mux.Handle(guardtest.GroupPrefix+"/", wrap(api, cfg.In(guardtest.Grouped)))
+		mux.Handle("/", cfg.App)
+		return wrap(mux, cfg.In(guardtest.AppWide))
+	}, checkHeaders)
+}
+
+// wrap puts h behind the middlewares of layers, the first outermost.
+func wrap(h http.Handler, layers []guardtest.Layer) http.Handler {
+	for i := len(layers) - 1; i >= 0; i-- {
+		h = nethttp.New(layers[i].Limiter, layers[i].Options...)(h)
+	}
+	return h
+}
+
+// checkHeaders parses the rate-limit headers of a response of the table
+// as a client would: draft-11 lists with checkDraft11, a draft-06 policy
+// as a list of integer items with w, each quota once.
+func checkHeaders(t *testing.T, _ *guardtest.Case, _ *guardtest.Step, resp *http.Response, body []byte) {
+	t.Helper()
+	if resp.Header.Get("RateLimit-Limit") == "" {
+		checkDraft11(t, resp.Header, resp.StatusCode, body)
+		return
+	}
+	p := resp.Header.Values("RateLimit-Policy")
+	if len(p) == 0 {
+		return
+	}
+	l, err := httpsfv.UnmarshalList(p)
+	if err != nil {
+		t.Fatalf("draft-06 RateLimit-Policy %q: %v", p, err)
+	}
+	quotas := map[int64]bool{}
+	for _, m := range l {
+		q, ok := m.(httpsfv.Item).Value.(int64)
+		if !ok {
+			t.Errorf("draft-06 policy item %#v is not an integer", m)
 		}
-		if p := resp.Header.Values("RateLimit-Policy"); len(p) > 0 && resp.Header.Get("RateLimit-Limit") != "" {
-			// draft-06 policy: a list of integer items with w.
-			l, err := httpsfv.UnmarshalList(p)
-			if err != nil {
-				t.Fatalf("draft-06 RateLimit-Policy %q: %v", p, err)
-			}
-			for _, m := range l {
-				if _, ok := m.(httpsfv.Item).Value.(int64); !ok {
-					t.Errorf("draft-06 policy item %#v is not an integer", m)
-				}
-			}
+		if quotas[q] {
+			t.Errorf("draft-06 RateLimit-Policy %q lists the quota %d twice", p, q)
 		}
-	})
+		quotas[q] = true
+		param(t, m.(httpsfv.Item), "w")
+	}
 }
 
 // stubStore answers every operation with r.
@@ -168,10 +214,10 @@ func FuzzHeadersParse(f *testing.F) {
 			}
 		}
 		parts := []engine.LimitResult{
-			{Allowed: !denied, Remaining: rem, Reset: reset / 1000, Retry: retry / 1000},
-			{Allowed: true, Remaining: rem / 2, Reset: reset / 2000},
+			{Allowed: !denied, Remaining: rem, Reset: reset / 1000, Window: reset / 3000, Retry: retry / 1000},
+			{Allowed: true, Remaining: rem / 2, Reset: reset / 2000, Window: reset / 5000},
 		}
-		r := engine.Result{Allowed: !denied, Remaining: rem, Reset: reset / 1000, Retry: retry / 1000, Limits: parts}
+		r := engine.Result{Allowed: !denied, Remaining: rem, Reset: reset / 1000, Window: reset / 3000, Retry: retry / 1000, Limits: parts}
 		if denied {
 			r.Retry = retry / 1000
 		}
@@ -186,7 +232,7 @@ func FuzzHeadersParse(f *testing.F) {
 			nethttp.New(lim, guard.WithHeaders(style))(http.NotFoundHandler()).ServeHTTP(rec, req)
 			h := rec.Header()
 			if style == guard.HeadersDraft11 {
-				checkDraft11(t, h, rec.Code)
+				checkDraft11(t, h, rec.Code, rec.Body.Bytes())
 				l, _ := parseList(t, h, "RateLimit-Policy")
 				if len(l) != 2 {
 					t.Fatalf("RateLimit-Policy has %d items, want 2: %q", len(l), h.Values("RateLimit-Policy"))

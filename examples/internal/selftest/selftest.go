@@ -101,8 +101,12 @@ func (r Response) Check(status int) error {
 	if status != http.StatusOK && status != http.StatusTooManyRequests {
 		return nil
 	}
+	// A cost above capacity can never pass: its problem type says so, and
+	// it gets neither Retry-After nor a RateLimit item that would invite a
+	// retry.
+	never := status == http.StatusTooManyRequests && strings.Contains(r.Body, "request-exceeds-capacity")
 	for _, h := range []string{"RateLimit-Policy", "RateLimit"} {
-		if r.Header.Get(h) == "" {
+		if r.Header.Get(h) == "" && !(never && h == "RateLimit") {
 			return fmt.Errorf("%s: %d without a %s header", r.Req, r.Status, h)
 		}
 	}
@@ -110,12 +114,11 @@ func (r Response) Check(status int) error {
 		if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
 			return fmt.Errorf("%s: 429 with Content-Type %q, want application/problem+json", r.Req, ct)
 		}
-		if !strings.Contains(r.Body, "quota-exceeded") {
-			return fmt.Errorf("%s: 429 body %q is not a quota-exceeded problem", r.Req, r.Body)
+		if !never && !strings.Contains(r.Body, "quota-exceeded") {
+			return fmt.Errorf("%s: 429 body %q is neither a quota-exceeded nor a request-exceeds-capacity problem", r.Req, r.Body)
 		}
-		// A cost above capacity can never pass, and gets no Retry-After.
-		if r.Header.Get("Retry-After") == "" && !strings.Contains(r.Body, "cannot pass") {
-			return fmt.Errorf("%s: 429 without Retry-After", r.Req)
+		if ra := r.Header.Get("Retry-After"); (ra == "") != never {
+			return fmt.Errorf("%s: 429 with Retry-After %q and body %q", r.Req, ra, r.Body)
 		}
 	}
 	return nil
