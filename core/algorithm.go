@@ -75,7 +75,10 @@ const (
 	// It joins the all-or-nothing decision of several limits like any
 	// other (10 per second and 3 at a time). Charge and Refund leave it
 	// alone. Memory grows with Quota (at most MaxLogQuota). The quota unit
-	// of draft-11 for it is "concurrent-requests".
+	// of draft-11 for it is "concurrent-requests". A lease is the time of
+	// its acquisition in µs, or one µs after the key's newest lease when
+	// that is not earlier (acquisitions in one µs), so that no lease is
+	// issued twice on a key: such an acquisition lasts a µs longer.
 	Concurrency
 
 	numAlgorithms

@@ -23,6 +23,17 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestInFlight holds concurrency limits to the requests in the handler,
+// panics included.
+func TestInFlight(t *testing.T) {
+	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+		e := echo.New()
+		e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
+		e.Any("/*", echo.WrapHandler(cfg.App))
+		return e
+	})
+}
+
 // TestConformanceWithConfig runs the table through NewWithConfig, as
 // route middleware, with the guard options passed in Config.Options.
 func TestConformanceWithConfig(t *testing.T) {

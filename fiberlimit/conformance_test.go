@@ -35,6 +35,19 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestInFlight holds concurrency limits to the requests in the handler,
+// panics included.
+func TestInFlight(t *testing.T) {
+	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+		app := fiber.New()
+		for _, h := range handlers(cfg.In(guardtest.AppWide)) {
+			app.Use(h)
+		}
+		app.Use(withUserContext(cfg.App))
+		return adaptor.FiberApp(app)
+	})
+}
+
 // handlers returns the middlewares of layers, outermost first.
 func handlers(layers []guardtest.Layer) []fiber.Handler {
 	hs := make([]fiber.Handler, 0, len(layers))

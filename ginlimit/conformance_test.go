@@ -40,6 +40,17 @@ func TestConformanceOnARoute(t *testing.T) {
 	})
 }
 
+// TestInFlight holds concurrency limits to the requests in the handler,
+// panics included.
+func TestInFlight(t *testing.T) {
+	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+		r := gin.New()
+		r.Use(handlers(cfg.In(guardtest.AppWide))...)
+		r.NoRoute(gin.WrapH(cfg.App))
+		return r
+	})
+}
+
 // mountGroup mounts the group and its routes of a stacked case on r.
 func mountGroup(r gin.IRouter, cfg guardtest.Config) {
 	g := r.Group(guardtest.GroupPrefix, handlers(cfg.In(guardtest.Grouped))...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/tollgate/tollgate/core"
@@ -142,6 +143,9 @@ type entry struct {
 	// settled reports that a middleware settled the entry after the
 	// handler (the innermost one that settles): outer ones leave it.
 	settled bool
+	// leases are the acquisitions the request holds on the state's
+	// Concurrency limits (core.Decision.Lease), not released yet.
+	leases []int64
 }
 
 // add appends an entry of g's for lim's state of key, decided d, and
@@ -155,7 +159,7 @@ func (c *chainState) add(g *Guard, lim *core.Limiter, key string, d *core.Decisi
 	at := len(c.entries) - 1
 	e := &c.entries[at]
 	e.g, e.lim, e.key, e.d = g, lim, key, *d
-	e.held, e.limits, e.pin, e.never, e.settled = 0, nil, 0, false, false
+	e.held, e.limits, e.pin, e.never, e.settled, e.leases = 0, nil, 0, false, false, nil
 	return at
 }
 
@@ -186,8 +190,9 @@ func sameState(a, b *core.Limiter) bool {
 
 // charge is what one Serve call added to an entry.
 type charge struct {
-	at int   // the entry
-	n  int64 // the units
+	at    int   // the entry
+	n     int64 // the units
+	lease int64 // the acquisition on the entry's Concurrency limits, or 0
 }
 
 // numLimits returns the number of limits e lists.
@@ -284,14 +289,20 @@ func (fs failures) report(r keyfuncs.Request) {
 // stop gives back everything the request holds on the chain, and marks it
 // stopped: a middleware denied or failed it, and no other settles it. With
 // keepQueued, entries with a LeakyBucket limit keep their units (see
-// giveUp). It runs on the way out, so it ignores the request's
-// cancellation.
+// giveUp); units in flight (Concurrency limits) are released whatever.
+// It runs on the way out, so it ignores the request's cancellation.
 func (c *chainState) stop(r keyfuncs.Request, keepQueued bool) {
 	c.stopped = true
 	ctx := context.WithoutCancel(r.Context())
 	var fs failures
 	for i := range c.entries {
 		e := &c.entries[i]
+		for _, l := range e.leases {
+			if _, err := e.lim.Release(ctx, e.key, l); err != nil {
+				fs = append(fs, failure{e.g, &guardError{ErrLimiter, err}})
+			}
+		}
+		e.leases = e.leases[:0]
 		if e.held <= 0 || (keepQueued && queues(&e.d)) {
 			continue
 		}
@@ -302,6 +313,38 @@ func (c *chainState) stop(r keyfuncs.Request, keepQueued bool) {
 	fs.report(r)
 }
 
+// releaseAll ends the acquisitions of charges (a middleware's own, once
+// its handler returned): the units they hold on Concurrency limits are in
+// flight no more. It runs on the way out, so it ignores the request's
+// cancellation.
+func (c *chainState) releaseAll(r keyfuncs.Request, charges []charge) {
+	ctx := context.WithoutCancel(r.Context())
+	var fs failures
+	for _, ch := range charges {
+		if ch.lease == 0 {
+			continue
+		}
+		e := &c.entries[ch.at]
+		if i := slices.Index(e.leases, ch.lease); i >= 0 {
+			e.leases = slices.Delete(e.leases, i, i+1)
+			if _, err := e.lim.Release(ctx, e.key, ch.lease); err != nil {
+				fs = append(fs, failure{e.g, &guardError{ErrLimiter, err}})
+			}
+		}
+	}
+	fs.report(r)
+}
+
+// holds reports whether charges acquired units on Concurrency limits.
+func holds(charges []charge) bool {
+	for _, ch := range charges {
+		if ch.lease != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // undo gives back what one Serve call charged (in dry run, where the
 // request goes on and other middlewares keep theirs).
 func (c *chainState) undo(r keyfuncs.Request, charges []charge) {
@@ -309,6 +352,14 @@ func (c *chainState) undo(r keyfuncs.Request, charges []charge) {
 	var fs failures
 	for _, ch := range charges {
 		e := &c.entries[ch.at]
+		if ch.lease != 0 {
+			if i := slices.Index(e.leases, ch.lease); i >= 0 {
+				e.leases = slices.Delete(e.leases, i, i+1)
+				if _, err := e.lim.Release(ctx, e.key, ch.lease); err != nil {
+					fs = append(fs, failure{e.g, &guardError{ErrLimiter, err}})
+				}
+			}
+		}
 		if n := min(ch.n, e.held); n > 0 {
 			if err := e.adjust(ctx, -n); err != nil {
 				fs = append(fs, failure{e.g, err})

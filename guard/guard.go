@@ -209,7 +209,10 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			return g.deny(w, r, next, ch, charges, i, at, cost, false)
 		}
 		ch.entries[at].held += ask
-		charges = append(charges, charge{at, ask})
+		charges = append(charges, charge{at, ask, d.Lease})
+		if d.Lease != 0 {
+			ch.entries[at].leases = append(ch.entries[at].leases, d.Lease)
+		}
 	}
 
 	if delay, at := longestDelay(ch, charges); delay > 0 {
@@ -226,7 +229,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	}
 	g.setHeaders(w, listing{entries: ch.entries})
 	open = false // the handler's now: pass settles it
-	g.pass(r, next, ch, uses)
+	g.pass(r, next, ch, uses, charges)
 	return nil
 }
 
@@ -379,9 +382,14 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 	return g.onErr(w, r, err)
 }
 
-// pass calls the handler, settles the request afterwards, and learns the
-// policies the middlewares inside this one listed on the route.
-func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int) {
+// pass calls the handler, settles the request afterwards, releases the
+// units in flight this middleware acquired (charges) once the handler
+// returns or panics, and learns the policies the middlewares inside this
+// one listed on the route.
+func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, charges []charge) {
+	if holds(charges) {
+		defer ch.releaseAll(r, charges)
+	}
 	ctx := r.Context()
 	mark := len(ch.entries) // the entries of the middlewares inside start here
 	if !g.reported && !g.NeedsResult() {

@@ -15,6 +15,10 @@ func TestConformance(t *testing.T) {
 	guardtest.Run(t, build)
 }
 
+// TestInFlight holds concurrency limits to the requests in the handler,
+// panics included.
+func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, build) }
+
 // build mounts cfg's layers the net/http way: middleware around a mux.
 func build(t *testing.T, cfg guardtest.Config) http.Handler {
 	route := wrap(cfg.App, cfg.In(guardtest.OnRoute))

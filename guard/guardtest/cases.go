@@ -238,6 +238,19 @@ func single() []Case {
 			},
 		},
 		{
+			Name:   "a concurrency limit holds a unit while the handler runs and gets it back after, whatever the status",
+			Limits: []core.Limit{core.InFlight(2, minute).Named("in-flight")},
+			Watch:  []Watch{{Key: "192.0.2.1"}},
+			Steps: []Step{
+				{Status: 200, Body: "ok", Want: header(hPolicy, `"in-flight";q=2;qu="concurrent-requests";w=60`, hLimit, `"in-flight";r=1;t=60`), Remaining: []int64{2}},
+				// A millisecond apart: a lease taken in the µs of the key's
+				// newest is one µs later, and lasts one µs longer (t=61).
+				{Advance: time.Millisecond, Status: 200, Body: "ok", Want: header(hLimit, `"in-flight";r=1;t=60`), Remaining: []int64{2}},
+				{Advance: time.Millisecond, Target: "/?status=500&body=no", Status: 500, Body: "no", Want: header(hLimit, `"in-flight";r=1;t=60`), Remaining: []int64{2}},
+				{Advance: time.Second, Status: 200, Body: "ok", Want: header(hLimit, `"in-flight";r=1;t=60`), Remaining: []int64{2}},
+			},
+		},
+		{
 			Name:   "a denied handler writes its own response after the headers are set",
 			Limits: []core.Limit{fixed(1, minute, "per-minute")},
 			Options: opts(guard.WithDeniedHandler(func(w guard.Writer, _ keyfuncs.Request, d *guard.Denial) error {

@@ -24,6 +24,10 @@ func TestConformanceChi(t *testing.T) {
 	guardtest.Run(t, buildChi, checkHeaders)
 }
 
+// TestInFlightChi holds concurrency limits to the requests in the handler,
+// panics included.
+func TestInFlightChi(t *testing.T) { guardtest.RunInFlight(t, buildChi) }
+
 // buildChi mounts cfg's layers in a chi router.
 func buildChi(t *testing.T, cfg guardtest.Config) http.Handler {
 	r := chi.NewRouter()
