@@ -807,3 +807,47 @@ func TestServeReturnsTheWriteError(t *testing.T) {
 		t.Errorf("Serve = %v, want the writer's error", err)
 	}
 }
+
+// A request that a later rule denies, or whose key fails, holds no unit in
+// flight on an earlier rule's concurrency limit, nor does one whose next
+// runs in dry run once it returns.
+func TestInFlightUnitsAreReleasedWhenARequestStops(t *testing.T) {
+	e := newEnv(t)
+	inFlight := e.limiter(t, core.InFlight(1, time.Minute))
+	perUser := e.limiter(t, core.PerMinute(1))
+	g, err := guard.New(inFlight, guard.WithRule(perUser, keyfuncs.Header("X-User")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() int64 {
+		t.Helper()
+		d, err := inFlight.Peek(context.Background(), "192.0.2.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 1 - d.Remaining
+	}
+	req := func(user string) *http.Request {
+		r := request("192.0.2.1:1")
+		if user != "" {
+			r.Header.Set("X-User", user)
+		}
+		return r
+	}
+	if rec, ran := served(t, g, req("ann")); !ran || rec.status != 200 || held() != 0 {
+		t.Fatalf("first request: status %d, next ran %t, %d held after it; want 200, run, none held", rec.status, ran, held())
+	}
+	if rec, ran := served(t, g, req("ann")); ran || rec.status != 429 || held() != 0 {
+		t.Fatalf("a request the per-user rule denies: status %d, next ran %t, %d held; want 429, not run, none held", rec.status, ran, held())
+	}
+	if rec, ran := served(t, g, req("")); ran || rec.status != 400 || held() != 0 {
+		t.Fatalf("a request without the per-user key: status %d, next ran %t, %d held; want 400, not run, none held", rec.status, ran, held())
+	}
+	dry, err := guard.New(inFlight, guard.WithDryRun(true), guard.WithRule(perUser, keyfuncs.Header("X-User")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, ran := served(t, dry, req("ann")); !ran || rec.status != 200 || held() != 0 {
+		t.Fatalf("dry run over the per-user rule: status %d, next ran %t, %d held; want 200, run, none held", rec.status, ran, held())
+	}
+}
