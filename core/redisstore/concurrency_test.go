@@ -91,7 +91,7 @@ func TestConcurrencyAcrossProcesses(t *testing.T) {
 	}
 	// Every unit was released: the whole limit is free.
 	s := newStore(t, c, WithPrefix(prefix))
-	lim, err := core.New(s, append(limitOptions(concLimits), core.WithName("conc"))...)
+	lim, err := core.New(s, append(limitOptions(concLimits), core.WithName("conc"), core.WithTimeout(10*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestKilledHolderFreesItsUnitsAfterTheLease(t *testing.T) {
 	}
 	cmd.Wait()
 	s := newStore(t, c, WithPrefix(prefix))
-	lim, err := core.New(s, core.InFlight(2, killLease), core.WithName("killed"))
+	lim, err := core.New(s, core.InFlight(2, killLease), core.WithName("killed"), core.WithTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestConcurrencyChild(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	if mode == "kill" {
-		lim, err := core.New(s, core.InFlight(2, killLease), core.WithName("killed"))
+		lim, err := core.New(s, core.InFlight(2, killLease), core.WithName("killed"), core.WithTimeout(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,9 @@ func TestConcurrencyChild(t *testing.T) {
 		time.Sleep(time.Minute) // until killed
 		return
 	}
-	lim, err := core.New(s, append(limitOptions(concLimits), core.WithName("conc"))...)
+	// A long timeout: this test is about the bound, not latency, and runs
+	// beside other test binaries on a loaded machine.
+	lim, err := core.New(s, append(limitOptions(concLimits), core.WithName("conc"), core.WithTimeout(10*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
