@@ -257,37 +257,15 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			var admitted, failed atomic.Int64
-			done := make(chan struct{})
-			var wg sync.WaitGroup
-			for range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						select {
-						case <-done:
-							return
-						default:
-						}
-						d, err := lim.Allow(context.Background(), "k")
-						switch {
-						case err != nil:
-							failed.Add(1)
-						case d.Allowed:
-							admitted.Add(1)
-						}
-						time.Sleep(time.Millisecond)
-					}
-				}()
-			}
-			time.Sleep(200 * time.Millisecond)
-			srv.signal(syscall.SIGSTOP)
-			time.Sleep(300 * time.Millisecond)
-			srv.signal(syscall.SIGCONT)
-			time.Sleep(200 * time.Millisecond)
-			close(done)
-			wg.Wait()
-			time.Sleep(lateGrace + 300*time.Millisecond) // late replies are read, and undone
+			stallUnder(srv, 16, func() {
+				d, err := lim.Allow(context.Background(), "k")
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case d.Allowed:
+					admitted.Add(1)
+				}
+			})
 			d, err := lim.Peek(context.Background(), "k")
 			if err != nil {
 				t.Fatal(err)
@@ -333,40 +311,18 @@ func TestStalledReleasesHoldNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			var acquired, releaseFailed, acquireFailed atomic.Int64
-			done := make(chan struct{})
-			var wg sync.WaitGroup
-			for range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						select {
-						case <-done:
-							return
-						default:
-						}
-						d, err := lim.Allow(context.Background(), "k")
-						if err != nil || d.Source != core.FromStore {
-							acquireFailed.Add(1)
-						}
-						if err == nil && d.Allowed && d.Lease != 0 {
-							acquired.Add(1)
-							if _, err := lim.Release(context.Background(), "k", d.Lease); err != nil {
-								releaseFailed.Add(1)
-							}
-						}
-						time.Sleep(time.Millisecond)
+			stallUnder(srv, 16, func() {
+				d, err := lim.Allow(context.Background(), "k")
+				if err != nil || d.Source != core.FromStore {
+					acquireFailed.Add(1)
+				}
+				if err == nil && d.Allowed && d.Lease != 0 {
+					acquired.Add(1)
+					if _, err := lim.Release(context.Background(), "k", d.Lease); err != nil {
+						releaseFailed.Add(1)
 					}
-				}()
-			}
-			time.Sleep(200 * time.Millisecond)
-			srv.signal(syscall.SIGSTOP)
-			time.Sleep(300 * time.Millisecond)
-			srv.signal(syscall.SIGCONT)
-			time.Sleep(200 * time.Millisecond)
-			close(done)
-			wg.Wait()
-			time.Sleep(lateGrace + 300*time.Millisecond) // late replies are read, and undone
+				}
+			})
 			d, err := lim.Peek(context.Background(), "k")
 			if err != nil {
 				t.Fatal(err)
@@ -381,4 +337,36 @@ func TestStalledReleasesHoldNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stallUnder runs call in a loop (a millisecond apart) from callers
+// goroutines while srv is stopped (SIGSTOP) for 300 ms and resumed, 200 ms
+// into the load; it returns once the load has stopped, 200 ms after the
+// resume, and the late replies had time to be read and undone.
+func stallUnder(srv *server, callers int, call func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				call()
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	srv.signal(syscall.SIGSTOP)
+	time.Sleep(300 * time.Millisecond)
+	srv.signal(syscall.SIGCONT)
+	time.Sleep(200 * time.Millisecond)
+	close(done)
+	wg.Wait()
+	time.Sleep(lateGrace + 300*time.Millisecond) // late replies are read, and undone
 }

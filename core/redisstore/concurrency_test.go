@@ -49,28 +49,10 @@ func TestConcurrencyAcrossProcesses(t *testing.T) {
 	c := newClient(t)
 	t.Cleanup(func() { deleteKeys(c, prefix) })
 	const procs = 3
-	outs := make([]strings.Builder, procs)
-	cmds := make([]*exec.Cmd, procs)
-	for i := range cmds {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestConcurrencyChild$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "TOLLGATE_REDIS_ADDR="+addr, concModeEnv+"=hold", concKeyEnv+"="+key, concPrefixEnv+"="+prefix)
-		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[i] = cmd
-	}
-	acquired := 0
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v\n%s", i, err, outs[i].String())
-		}
-		var n int
-		for _, line := range strings.Split(outs[i].String(), "\n") {
-			if _, err := fmt.Sscanf(strings.TrimSpace(line), "acquired=%d", &n); err == nil {
-				break
-			}
-		}
+	acquired := int64(0)
+	for _, n := range children(t, procs, "TestConcurrencyChild", "acquired", func(int) []string {
+		return []string{"TOLLGATE_REDIS_ADDR=" + addr, concModeEnv + "=hold", concKeyEnv + "=" + key, concPrefixEnv + "=" + prefix}
+	}) {
 		acquired += n
 	}
 	ctx := context.Background()

@@ -42,29 +42,11 @@ func TestNoOverAdmissionAcrossProcesses(t *testing.T) {
 	addr := env(t, "TOLLGATE_REDIS_ADDR")
 	prefix, key := testPrefix(), "shared"
 	const procs = 4
-	outs := make([]strings.Builder, procs)
-	cmds := make([]*exec.Cmd, procs)
-	for i := range cmds {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestOverAdmissionChild$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "TOLLGATE_REDIS_ADDR="+addr, childKeyEnv+"="+key, childPrefixEnv+"="+prefix,
-			childBatchEnv+"="+strconv.FormatBool(i%2 == 1)) // half the processes batch
-		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[i] = cmd
-	}
-	total := 0
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v\n%s", i, err, outs[i].String())
-		}
-		var n int
-		for _, line := range strings.Split(outs[i].String(), "\n") {
-			if _, err := fmt.Sscanf(strings.TrimSpace(line), "admitted=%d", &n); err == nil {
-				break
-			}
-		}
+	total := int64(0)
+	for i, n := range children(t, procs, "TestOverAdmissionChild", "admitted", func(i int) []string {
+		return []string{"TOLLGATE_REDIS_ADDR=" + addr, childKeyEnv + "=" + key, childPrefixEnv + "=" + prefix,
+			childBatchEnv + "=" + strconv.FormatBool(i%2 == 1)} // half the processes batch
+	}) {
 		t.Logf("process %d admitted %d", i, n)
 		total += n
 	}
@@ -113,4 +95,34 @@ func TestOverAdmissionChild(t *testing.T) {
 	}
 	wg.Wait()
 	fmt.Printf("admitted=%d\n", admitted.Load())
+}
+
+// children runs n processes of this test binary, each running only the
+// test named test with the variables env returns for it, and returns the
+// number each printed on a line "name=N". A process that fails fails t.
+func children(t *testing.T, n int, test, name string, env func(i int) []string) []int64 {
+	t.Helper()
+	outs := make([]strings.Builder, n)
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), env(i)...)
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	counts := make([]int64, n)
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v\n%s", i, err, outs[i].String())
+		}
+		for _, line := range strings.Split(outs[i].String(), "\n") {
+			if _, err := fmt.Sscanf(strings.TrimSpace(line), name+"=%d", &counts[i]); err == nil {
+				break
+			}
+		}
+	}
+	return counts
 }
