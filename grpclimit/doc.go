@@ -70,9 +70,9 @@
 // settled from the code it ended with, as an HTTP status (HTTPStatus):
 // WithRefundOn(guard.ServerErrors) refunds RPCs that end with Unknown,
 // Internal, Unavailable and the other server-side codes. A handler that
-// panics is settled as Internal, its units in flight released, and the
-// panic goes on to a recovery interceptor around this one (without one,
-// grpc-go lets it crash the process).
+// panics is settled as a server error (500), its units in flight
+// released, and the panic goes on to a recovery interceptor around this
+// one (without one, grpc-go lets it crash the process).
 //
 // # Chained interceptors
 //

@@ -3,6 +3,7 @@ package grpclimit
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -50,11 +51,22 @@ type rpc struct {
 // true), then in the returned context.
 func join(ctx context.Context) (_ context.Context, st *rpc, own bool) {
 	tx := grpc.ServerTransportStreamFromContext(ctx)
-	if st, ok := ctx.Value(rpcKey{}).(*rpc); ok && st.tx == tx {
+	if st, ok := ctx.Value(rpcKey{}).(*rpc); ok && sameStream(st.tx, tx) {
 		return ctx, st, false
 	}
 	st = &rpc{tx: tx}
 	return context.WithValue(ctx, rpcKey{}, st), st, true
+}
+
+// sameStream reports whether a and b are the same transport stream. A
+// stream of a type that cannot be compared (a test's fake) is never the
+// same as another, rather than panic.
+func sameStream(a, b grpc.ServerTransportStream) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // set sets the metadata key to value, unless the metadata was sent.
