@@ -6,13 +6,15 @@
 //	quickstart/gin       the same with gin (ginlimit)
 //	quickstart/echo      the same with echo v4 (echolimit)
 //	quickstart/fiber     the same with fiber v2 (fiberlimit)
+//	grpc                 the same for a gRPC server (grpclimit), a stream, and a client: go run ./grpc -call ADDR
 //	redis                the quickstart's limits on Redis, with a fallback while Redis is down
 //	tiers                limits by plan (free, pro) with core.WithLimitsFunc, keyed by account
 //	weighted             a cost computed from the request: ?pages=N costs N
 //	posthoc              costs known afterwards: tokens reported by the handler, response bytes
 //	rulesfile            every limit, key and route from a rules file, reloaded while serving
 //
-// Each serves on -addr (or $ADDR; default 127.0.0.1:8080):
+// Each serves on -addr (or $ADDR; default 127.0.0.1:8080, and
+// 127.0.0.1:50051 for grpc):
 //
 //	go run ./quickstart/gin
 //	go run ./redis -redis 127.0.0.1:6379

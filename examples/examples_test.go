@@ -17,6 +17,7 @@ var programs = []string{
 	"quickstart/gin",
 	"quickstart/echo",
 	"quickstart/fiber",
+	"grpc",
 	"redis",
 	"redisgin",
 	"redisecho",

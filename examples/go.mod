@@ -13,7 +13,11 @@ require (
 	github.com/tollgate/tollgate/echolimit v0.0.0
 	github.com/tollgate/tollgate/fiberlimit v0.0.0
 	github.com/tollgate/tollgate/ginlimit v0.0.0
+	github.com/tollgate/tollgate/grpclimit v0.0.0
 	github.com/tollgate/tollgate/rules v0.0.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20251202230838-ff82c1b0f217
+	google.golang.org/grpc v1.79.3
+	google.golang.org/protobuf v1.36.10
 )
 
 require (
@@ -60,7 +64,6 @@ require (
 	golang.org/x/sys v0.46.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	google.golang.org/protobuf v1.36.10 // indirect
 )
 
 replace (
@@ -69,5 +72,6 @@ replace (
 	github.com/tollgate/tollgate/echolimit => ../echolimit
 	github.com/tollgate/tollgate/fiberlimit => ../fiberlimit
 	github.com/tollgate/tollgate/ginlimit => ../ginlimit
+	github.com/tollgate/tollgate/grpclimit => ../grpclimit
 	github.com/tollgate/tollgate/rules => ../rules
 )

@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
@@ -26,6 +27,7 @@ import (
 	"github.com/tollgate/tollgate/echolimit"
 	"github.com/tollgate/tollgate/fiberlimit"
 	"github.com/tollgate/tollgate/ginlimit"
+	"github.com/tollgate/tollgate/grpclimit"
 	"github.com/tollgate/tollgate/nethttp"
 )
 
@@ -103,6 +105,18 @@ func Example_chi() {
 	r.Use(nethttp.New(lim))                                                     // whole app, per client IP
 	r.With(nethttp.New(searchLim, nethttp.WithCost(5))).Post("/search", search) // a costly route
 	// README: end
+}
+
+func Example_grpc() {
+	lim, _, _ := limiters()
+	// README: grpc
+	costs := grpclimit.WithMethodCosts(map[string]int64{"/search.v1.Search/Query": 5}, 1) // a costly method
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim, costs)), // every RPC, per client IP
+		grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(lim)),      // a stream: one decision, when it starts
+	)
+	// README: end
+	_ = srv
 }
 
 func Example_redis() {

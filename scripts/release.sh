@@ -55,7 +55,8 @@
 #    it runs `go get` of every released module @VERSION, with no replace,
 #    checks that each resolved to VERSION from that proxy, then builds and
 #    runs scripts/testdata/consumer, which serves requests through ginlimit,
-#    echolimit, fiberlimit and the net/http middleware on redisstore. It uses
+#    echolimit, fiberlimit, the net/http middleware on redisstore and
+#    grpclimit's interceptor. It uses
 #    the Redis at TOLLGATE_REDIS_ADDR, or starts a redis-server of its own.
 # Third-party modules come from the local module cache when it has them,
 # otherwise from the network, and are checked against the checksum database
@@ -231,7 +232,8 @@ cp scripts/testdata/consumer/main.go "$consumer/"
   done
   # -trimpath: the build cache then holds the dependencies under their
   # module paths, not under this run's module cache, and later runs reuse
-  # them. The first run on a machine compiles gin, echo, fiber and go-redis.
+  # them. The first run on a machine compiles gin, echo, fiber, grpc and
+  # go-redis.
   echo "release: go build scripts/testdata/consumer against them"
   go build -trimpath -o consumer . || die "the consumer does not build against the release"
   ./consumer -redis "$redis_addr"

@@ -1,16 +1,17 @@
 // Command consumer is what `scripts/release.sh --dry-run` builds in a fresh
 // module outside the repository, after `go get`ting the would-be release
 // through a file-based module proxy with no replace directive: it serves
-// requests through ginlimit, echolimit, fiberlimit and the net/http
-// middleware on the Redis store, and checks that each passes the first and
-// denies the second (a limit of one per minute), with the rate-limit
-// headers. It exits 1, saying which adapter failed, otherwise prints
+// requests through ginlimit, echolimit, fiberlimit, the net/http
+// middleware on the Redis store and grpclimit's interceptor, and checks
+// that each passes the first and denies the second (a limit of one per
+// minute), with the rate-limit headers (gRPC: metadata). It exits 1, saying which adapter failed, otherwise prints
 // "consumer: ok".
 //
 //	consumer -redis 127.0.0.1:6379
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -27,6 +28,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
@@ -34,6 +42,7 @@ import (
 	"github.com/tollgate/tollgate/echolimit"
 	"github.com/tollgate/tollgate/fiberlimit"
 	"github.com/tollgate/tollgate/ginlimit"
+	"github.com/tollgate/tollgate/grpclimit"
 	"github.com/tollgate/tollgate/nethttp"
 )
 
@@ -93,6 +102,12 @@ func main() {
 		}
 		fmt.Printf("consumer: %s: 200 then 429\n", c.name)
 	}
+	if err := checkGRPC(limiter("grpc", store)); err != nil {
+		log.Printf("consumer: grpclimit: %v", err)
+		failed = true
+	} else {
+		fmt.Println("consumer: grpclimit: OK then ResourceExhausted")
+	}
 	if failed {
 		log.Fatal("consumer: FAILED")
 	}
@@ -144,6 +159,39 @@ func check(serve func() (string, func(), error)) error {
 		}
 		if resp.Header.Get("RateLimit-Policy") == "" {
 			return errors.New("GET / without a RateLimit-Policy header")
+		}
+	}
+	return nil
+}
+
+// checkGRPC serves grpc-go's health service behind grpclimit's unary
+// interceptor, limited by lim, on a loopback port, calls it twice, and
+// wants OK then ResourceExhausted, both with ratelimit-policy metadata.
+func checkGRPC(lim *core.Limiter) error {
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim)))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go srv.Serve(ln)
+	defer srv.Stop()
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := healthpb.NewHealthClient(conn)
+	for _, want := range []codes.Code{codes.OK, codes.ResourceExhausted} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var md metadata.MD
+		_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&md))
+		cancel()
+		if got := status.Code(err); got != want {
+			return fmt.Errorf("Check = %v (%v), want %v", got, err, want)
+		}
+		if len(md.Get("ratelimit-policy")) == 0 {
+			return errors.New("Check without ratelimit-policy metadata")
 		}
 	}
 	return nil
