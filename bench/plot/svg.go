@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -18,10 +19,10 @@ const (
 	legendW  = 190 // room for the legend, right of the plot
 )
 
-// peerColors are the bars of other libraries, oursColors of tollgate's
-// variants, in the order the libraries appear.
+// peerColors are the bars of other libraries (pale), oursColors those of
+// tollgate's variants (strong), in the order the libraries appear.
 var (
-	peerColors = []string{"#9e9e9e", "#bdbdbd", "#757575", "#cfcfcf", "#616161", "#e0e0e0"}
+	peerColors = []string{"#b0bec5", "#d7ccc8", "#cfd8dc", "#f8bbd0", "#fff59d", "#c5e1a5"}
 	oursColors = []string{"#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a"}
 )
 
@@ -62,7 +63,7 @@ func SVG(t Table, title, metric string) string {
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14" font-weight="bold">%s (%s, medians; lower is faster)</text>`+"\n", left, esc(title), esc(metric))
 	for v := 0.0; v <= yMax+step/2; v += step {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e0e0e0"/>`+"\n", left, left+len(t.Cases)*groupW, y(v), y(v))
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y(v)+4, num(v))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y(v)+4, strconv.FormatFloat(v, 'g', 6, 64))
 	}
 	for i, c := range t.Cases {
 		x0 := left + i*groupW + groupGap/2
@@ -72,7 +73,7 @@ func SVG(t Table, title, metric string) string {
 				continue
 			}
 			x := x0 + j*barW
-			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s %s: %s %s</title></rect>`+"\n",
+			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s" stroke="#757575" stroke-width="0.5"><title>%s %s: %s %s</title></rect>`+"\n",
 				x, y(v), barW-2, y(0)-y(v), colors[j], esc(c), esc(l), num(v), esc(metric))
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="8" text-anchor="start" transform="rotate(-90 %.1f %.1f)">%s</text>`+"\n",
 				float64(x)+barW/2+2, y(v)-3, float64(x)+barW/2+2, y(v)-3, num(v))
