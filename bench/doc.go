@@ -20,6 +20,9 @@
 //   - keys_test.go: key sets, checked to be distinct.
 //   - crosscheck_test.go: Tollgate's token bucket against x/time/rate over a
 //     randomized trace of fixed instants.
+//   - plot/: a command that turns BenchmarkMemory's output into the bar
+//     chart memory.svg (medians per library per case) and a Markdown table
+//     of the same medians.
 //   - redis_test.go: BenchmarkRedis, decisions per second on a local
 //     redis-server (TOLLGATE_REDIS_ADDR) against go-redis/redis_rate,
 //     ulule/limiter and one PING per decision, at 1 and 64 callers, with the

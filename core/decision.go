@@ -131,14 +131,19 @@ func (d *Decision) Each(fn func(LimitState)) {
 // decision builds the Decision of an operation of cost on limits (those of
 // the operation's plan, in order) from the store's Result.
 func decision(limits []Limit, cost int64, res *engine.Result) Decision {
-	d := Decision{
-		Allowed:         res.Allowed,
-		Cost:            cost,
-		Remaining:       res.Remaining,
-		ResetAfter:      micros(res.Reset),
-		EffectiveWindow: micros(res.Window),
-		Lease:           res.Lease,
-	}
+	var d Decision
+	decide(&d, limits, cost, res)
+	return d
+}
+
+// decide writes to d, which is zero, the Decision that decision returns.
+func decide(d *Decision, limits []Limit, cost int64, res *engine.Result) {
+	d.Allowed = res.Allowed
+	d.Cost = cost
+	d.Remaining = res.Remaining
+	d.ResetAfter = micros(res.Reset)
+	d.EffectiveWindow = micros(res.Window)
+	d.Lease = res.Lease
 	if uint(res.Binding) < uint(len(limits)) {
 		d.Limit = limits[res.Binding]
 	}
@@ -159,7 +164,6 @@ func decision(limits []Limit, cost int64, res *engine.Result) Decision {
 			}
 		}
 	}
-	return d
 }
 
 // micros converts µs to a Duration; a negative value means Never, and so

@@ -42,6 +42,11 @@ type Limiter struct {
 	log *ratelog.Logger // never nil
 
 	deny *denyCache // WithDenyCache; nil: off
+
+	// direct is set when AllowN may go straight to the store (take): one
+	// plan for every key, an InProcess store, the store's clock, and no
+	// observer or deny cache.
+	direct bool
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -147,6 +152,7 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 	if l.deny != nil {
 		l.deny.grace = l.timeout
 	}
+	l.direct = l.plan != nil && l.limitsFn == nil && l.inProcess && l.clock == nil && l.obs == nil && l.deny == nil
 	return l, nil
 }
 
@@ -218,7 +224,11 @@ func (l *Limiter) Limits(ctx context.Context, key string) []Limit {
 }
 
 // Allow is shorthand for AllowN(ctx, key, 1).
-func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+func (l *Limiter) Allow(ctx context.Context, key string) (d Decision, err error) {
+	if l.direct {
+		err = l.take(ctx, key, 1, &d)
+		return d, err
+	}
 	return l.do(ctx, engine.Take, key, 1, nil)
 }
 
@@ -226,8 +236,27 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // and nothing otherwise. A cost above a limit's capacity is denied with
 // RetryAfter Never. Being denied is not an error; an error means invalid
 // input (a negative cost, an empty key) or a failing store.
-func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (Decision, error) {
+func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decision, err error) {
+	if l.direct {
+		err = l.take(ctx, key, cost, &d)
+		return d, err
+	}
 	return l.do(ctx, engine.Take, key, cost, nil)
+}
+
+// take is AllowN when l.direct: what op and apply do in that case, without
+// the steps that do nothing there. It writes the Decision to d, which is
+// zero: a Decision is large, and every call level that returns one copies
+// it several times.
+func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision) (err error) {
+	op := engine.Op{Plan: l.plan, Key: key, Cost: cost}
+	res, err := l.store.Apply(ctx, op)
+	if err != nil {
+		*d, err = l.failed(ctx, op, l.limits, err, nil)
+		return err
+	}
+	decide(d, l.limits, cost, &res)
+	return nil
 }
 
 // Peek reports the state of key's limits without changing it: Allowed is
@@ -318,10 +347,17 @@ func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit, o *Ob
 		o.Latency = time.Since(start)
 	}
 	if err != nil {
-		if isFailure(ctx, err) {
-			return l.fail(ctx, op, limits, err, o)
-		}
-		return Decision{}, err
+		return l.failed(ctx, op, limits, err, o)
 	}
 	return decision(limits, op.Cost, &res), nil
+}
+
+// failed handles the error err of an InProcess store's Apply(ctx, op): a
+// failure goes to the failure policy, and invalid input, a closed store or
+// a caller that gave up back to the caller.
+func (l *Limiter) failed(ctx context.Context, op engine.Op, limits []Limit, err error, o *Observation) (Decision, error) {
+	if isFailure(ctx, err) {
+		return l.fail(ctx, op, limits, err, o)
+	}
+	return Decision{}, err
 }
