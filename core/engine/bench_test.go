@@ -14,8 +14,11 @@ func BenchmarkStep(b *testing.B) {
 	for _, alg := range core.Algorithms() {
 		b.Run(alg.String(), func(b *testing.B) {
 			l := core.PerSecond(100_000_000).WithAlgorithm(alg)
-			if alg == core.SlidingLog {
+			switch alg {
+			case core.SlidingLog:
 				l = core.PerSecond(core.MaxLogQuota)
+			case core.Concurrency: // its most units in flight (the cap of a log); taken one by one, then denied
+				l = core.InFlight(core.MaxLogQuota, time.Minute)
 			}
 			o := op{Key: "k", Limits: []core.Limit{l}, Cost: 1}
 			e, err := o.engineOp()
