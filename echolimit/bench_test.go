@@ -62,11 +62,13 @@ func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
 	w := &discard{h: make(http.Header, 4)}
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := guardtest.CPUTime()
 	for i := 0; b.Loop(); i++ {
 		clear(w.h)
 		w.code = 0
 		h.ServeHTTP(w, reqs[i%len(reqs)])
 	}
+	guardtest.ReportCPU(b, start)
 	if w.code != http.StatusNoContent {
 		b.Fatalf("last response: %d, want 204", w.code)
 	}

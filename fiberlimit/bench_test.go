@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/fiberlimit"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
@@ -108,12 +109,14 @@ func run(b *testing.B, h fasthttp.RequestHandler, as []net.Addr) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := guardtest.CPUTime()
 	for i := 0; b.Loop(); i++ {
 		if len(as) > 1 {
 			fctx.SetRemoteAddr(as[i%len(as)])
 		}
 		serveOne(h, fctx)
 	}
+	guardtest.ReportCPU(b, start)
 }
 
 // BenchmarkMiddleware compares a bare app, the app behind fiberlimit (one

@@ -31,10 +31,12 @@ func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
 	b.Helper()
 	w := &discard{H: make(http.Header, 4)}
 	b.ReportAllocs()
+	start := guardtest.CPUTime()
 	for i := 0; b.Loop(); i++ {
 		clear(w.H)
 		h.ServeHTTP(w, reqs[i%len(reqs)])
 	}
+	guardtest.ReportCPU(b, start)
 }
 
 func requests(n int) []*http.Request { return guardtest.Requests(n, "/items/42") }

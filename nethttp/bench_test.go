@@ -24,10 +24,12 @@ func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
 	w := &discard{H: make(http.Header, 4)}
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := guardtest.CPUTime()
 	for i := 0; b.Loop(); i++ {
 		clear(w.H)
 		h.ServeHTTP(w, reqs[i%len(reqs)])
 	}
+	guardtest.ReportCPU(b, start)
 }
 
 func requests(n int) []*http.Request { return guardtest.Requests(n, "/") }
