@@ -172,3 +172,20 @@ func checkDistinct(b *testing.B, as []net.Addr) {
 		seen[k] = true
 	}
 }
+
+// TestAllocationsPerRequest pins what BenchmarkMiddleware measures: with
+// one limit and draft-11 headers, a request costs at most the 2
+// allocations of DESIGN §5 (it costs 1: the peer's address as a string;
+// the key is part of it, the headers are copied into fasthttp's buffers).
+func TestAllocationsPerRequest(t *testing.T) {
+	lim := newLimiter(t, nil, core.Per(benchQuota, time.Hour).Named("bench"))
+	h := newApp(fiberlimit.New(lim))
+	fctx := newCtx(addrs(1)[0])
+	got := testing.AllocsPerRun(1000, func() { serveOne(h, fctx) })
+	if got > 2 {
+		t.Errorf("allocations per request = %v, want at most 2", got)
+	}
+	if len(fctx.Response.Header.Peek(guard.HeaderRateLimit)) == 0 || fctx.Response.StatusCode() != fiber.StatusNoContent {
+		t.Errorf("status %d, RateLimit %q: the request did not take the path measured", fctx.Response.StatusCode(), fctx.Response.Header.Peek(guard.HeaderRateLimit))
+	}
+}

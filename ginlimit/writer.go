@@ -21,11 +21,13 @@ type writer struct {
 	c     *gin.Context
 	chain *guard.Chain // own, or that of a middleware around this one
 	own   guard.Chain
-	nhv   int
-	hv    [4]string // storage for the values of the headers the Guard sets
+	slots guard.HeaderSlots
 }
 
-var _ guard.ChainWriter = (*writer)(nil)
+var (
+	_ guard.ChainWriter = (*writer)(nil)
+	_ guard.BytesWriter = (*writer)(nil)
+)
 
 // Chain implements guard.ChainWriter, and lets guard.FindChain find the
 // chain from c.Writer.
@@ -33,16 +35,11 @@ func (x *writer) Chain() *guard.Chain { return x.chain }
 
 // SetHeader implements guard.Writer. name is canonical, so the value is
 // assigned to the header map directly.
-func (x *writer) SetHeader(name, value string) {
-	h := x.c.Writer.Header()
-	if x.nhv < len(x.hv) {
-		i := x.nhv
-		x.nhv++
-		x.hv[i] = value
-		h[name] = x.hv[i : i+1 : i+1]
-		return
-	}
-	h[name] = []string{value}
+func (x *writer) SetHeader(name, value string) { x.slots.Set(x.c.Writer.Header(), name, value) }
+
+// SetHeaderBytes implements guard.BytesWriter.
+func (x *writer) SetHeaderBytes(name string, value []byte) {
+	x.slots.SetBytes(x.c.Writer.Header(), name, value)
 }
 
 // WriteResponse implements guard.Writer.

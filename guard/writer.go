@@ -40,3 +40,27 @@ type Result struct {
 	// Bytes is the number of body bytes written.
 	Bytes int64
 }
+
+// A BytesWriter is a Writer that also takes a header value as bytes, which
+// it copies before SetHeaderBytes returns. Serve sets the values it builds
+// for each response (RateLimit, the numbers of the draft-06 and legacy
+// fields, Retry-After) through it, which saves converting each to a
+// string: fasthttp copies bytes into its own buffers, and HeaderSlots
+// keeps them for an http.Header. Serve sets other values, and every value
+// of a Writer that is not a BytesWriter, with SetHeader.
+type BytesWriter interface {
+	Writer
+	// SetHeaderBytes is SetHeader with the value as bytes, which the
+	// caller may reuse once it returns.
+	SetHeaderBytes(name string, value []byte)
+}
+
+// setHeaderBytes sets header name to value on w, as bytes when w takes
+// them.
+func setHeaderBytes(w Writer, name string, value []byte) {
+	if bw, ok := w.(BytesWriter); ok {
+		bw.SetHeaderBytes(name, value)
+		return
+	}
+	w.SetHeader(name, string(value))
+}

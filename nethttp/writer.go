@@ -12,35 +12,33 @@ import (
 // writer is the guard.ChainWriter of a request and the
 // http.ResponseWriter the handler writes to, which records the status and
 // size and carries the request's chain to the middlewares further in. One
-// allocation per request serves all three, and holds the chain too.
+// allocation per request serves all three, and holds the chain and the
+// values of the headers the Guard sets too.
 type writer struct {
 	w      http.ResponseWriter
 	chain  *guard.Chain // own, or that of a middleware around this one
 	own    guard.Chain
-	hv     [4]string // storage for the values of the headers the Guard sets
-	nhv    int
 	wrote  bool
 	status int
 	bytes  int64
+	slots  guard.HeaderSlots
 }
 
-var _ guard.ChainWriter = (*writer)(nil)
+var (
+	_ guard.ChainWriter = (*writer)(nil)
+	_ guard.BytesWriter = (*writer)(nil)
+)
 
 // Chain implements guard.ChainWriter, and lets guard.FindChain find the
 // chain from the writer the handler receives.
 func (x *writer) Chain() *guard.Chain { return x.chain }
 
 // SetHeader implements guard.Writer. name is canonical.
-func (x *writer) SetHeader(name, value string) {
-	h := x.w.Header()
-	if x.nhv < len(x.hv) {
-		i := x.nhv
-		x.nhv++
-		x.hv[i] = value
-		h[name] = x.hv[i : i+1 : i+1]
-		return
-	}
-	h[name] = []string{value}
+func (x *writer) SetHeader(name, value string) { x.slots.Set(x.w.Header(), name, value) }
+
+// SetHeaderBytes implements guard.BytesWriter.
+func (x *writer) SetHeaderBytes(name string, value []byte) {
+	x.slots.SetBytes(x.w.Header(), name, value)
 }
 
 // WriteResponse implements guard.Writer.
