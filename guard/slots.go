@@ -16,9 +16,9 @@ import (
 //	func (x *writer) SetHeader(name, value string)        { x.slots.Set(x.w.Header(), name, value) }
 //	func (x *writer) SetHeaderBytes(name string, v []byte) { x.slots.SetBytes(x.w.Header(), name, v) }
 //
-// Its storage holds a response's usual headers (RateLimit-Policy and
-// RateLimit, 112 bytes of values built per request); values beyond it are
-// allocated as they would be without it.
+// Its storage holds the headers of a response that passes
+// (RateLimit-Policy, and RateLimit up to 64 bytes); values beyond it, such
+// as those of a 429, are allocated as they would be without it.
 //
 // The header map refers to a HeaderSlots' memory for as long as it holds
 // the values: a HeaderSlots must serve one response only, never be reset
@@ -26,16 +26,16 @@ import (
 // The zero value is ready to use. It is used by one goroutine at a time,
 // as the Writer is.
 type HeaderSlots struct {
-	vals [4]string
-	nv   int
-	nb   int
-	buf  [112]byte
+	vals [2]string
+	nv   uint8
+	nb   uint8
+	buf  [64]byte
 }
 
 // Set sets header name of h to value, replacing any values it had. name
 // must be in canonical form, as the names a Guard passes are.
 func (s *HeaderSlots) Set(h http.Header, name, value string) {
-	if s.nv == len(s.vals) {
+	if int(s.nv) == len(s.vals) {
 		h[name] = []string{value}
 		return
 	}
@@ -48,12 +48,12 @@ func (s *HeaderSlots) Set(h http.Header, name, value string) {
 // SetBytes sets header name of h to a copy of value, replacing any values
 // it had. name must be in canonical form.
 func (s *HeaderSlots) SetBytes(h http.Header, name string, value []byte) {
-	if len(value) == 0 || len(value) > len(s.buf)-s.nb {
+	if len(value) == 0 || len(value) > len(s.buf)-int(s.nb) {
 		s.Set(h, name, string(value))
 		return
 	}
-	b := s.buf[s.nb : s.nb+len(value)]
-	s.nb += len(value)
+	b := s.buf[s.nb : int(s.nb)+len(value)]
+	s.nb += uint8(len(value))
 	copy(b, value)
 	// The bytes of b are never written again: s only appends to buf, and
 	// is never reset (see HeaderSlots), so the string is immutable, as
