@@ -406,3 +406,43 @@ func TestHostileRequests(t *testing.T) {
 		})
 	}
 }
+
+func TestReportCostHelpers(t *testing.T) {
+	for name, report := range map[string]func(r *http.Request) bool{
+		"ReportCost":       func(r *http.Request) bool { return nethttp.ReportCost(r, 40) },
+		"AddCost":          func(r *http.Request) bool { return nethttp.AddCost(r, 30) && nethttp.AddCost(r, 10) },
+		"guard.ReportCost": func(r *http.Request) bool { return guard.ReportCost(r.Context(), 40) },
+	} {
+		t.Run(name+" settles the request at the cost reported", func(t *testing.T) {
+			h := nethttp.New(newLimiter(t, nil, fixed(100, "m")), nethttp.WithReportedCost())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !report(r) {
+					t.Error("no cost slot in the handler's request")
+				}
+			}))
+			do(h, httptest.NewRequest("GET", "/", nil))
+			// The second request's headers, set before its handler, show
+			// the first settled at 40 and the second admitted at 1.
+			if got := do(h, httptest.NewRequest("GET", "/", nil)).Header().Get("RateLimit"); got != `"m";r=59;t=60` {
+				t.Errorf("RateLimit = %q, want r=59 (100 − 40 − 1)", got)
+			}
+		})
+	}
+	t.Run("without WithReportedCost the helpers report false", func(t *testing.T) {
+		h := nethttp.New(newLimiter(t, nil, fixed(100, "m")))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if nethttp.ReportCost(r, 1) || nethttp.AddCost(r, 1) {
+				t.Error("a cost slot without WithReportedCost")
+			}
+		}))
+		do(h, httptest.NewRequest("GET", "/", nil))
+	})
+}
+
+func TestLegacyResetOnTheGuardsClock(t *testing.T) {
+	clock := guardtest.NewClock(guardtest.Epoch)
+	h := nethttp.New(newLimiter(t, nil, fixed(10, "m")), nethttp.WithHeaders(guard.HeadersLegacy),
+		nethttp.WithLegacyReset(guard.ResetUnix), nethttp.WithClock(clock))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	want := fmt.Sprint(guardtest.Epoch.Unix() + 60) // the fixed window ends a minute after the epoch
+	if got := do(h, httptest.NewRequest("GET", "/", nil)).Header().Get(guard.HeaderXRateLimitReset); got != want {
+		t.Errorf("X-RateLimit-Reset = %q, want %s", got, want)
+	}
+}
