@@ -80,6 +80,7 @@ func serve(b *testing.B, h http.Handler, reqs []*http.Request) {
 func BenchmarkMiddleware(b *testing.B) {
 	reqs := requests(1)
 	b.Run("bare", func(b *testing.B) { serve(b, router(), reqs) })
+	b.Run("limiter-alone", func(b *testing.B) { guardtest.BenchDecision(b, benchLimiter(b), "10.0.0.0") })
 	b.Run("tollgate", func(b *testing.B) { serve(b, router(echolimit.New(benchLimiter(b))), reqs) })
 	b.Run("tollgate-no-headers", func(b *testing.B) {
 		serve(b, router(echolimit.New(benchLimiter(b), echolimit.WithHeaders(guard.HeadersNone))), reqs)

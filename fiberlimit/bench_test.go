@@ -124,6 +124,7 @@ func run(b *testing.B, h fasthttp.RequestHandler, as []net.Addr) {
 // own limiter with the same limit; one client.
 func BenchmarkMiddleware(b *testing.B) {
 	as := addrs(1)
+	b.Run("limiter-alone", func(b *testing.B) { guardtest.BenchDecision(b, benchLimiter(b), "10.0.0.0") })
 	for _, v := range variants(b) {
 		b.Run(v.name, func(b *testing.B) { run(b, v.h(), as) })
 	}

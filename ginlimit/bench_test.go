@@ -47,6 +47,7 @@ func requests(n int) []*http.Request { return guardtest.Requests(n, "/items/42")
 func BenchmarkMiddleware(b *testing.B) {
 	reqs := requests(1)
 	b.Run("bare", func(b *testing.B) { serve(b, router(), reqs) })
+	b.Run("limiter-alone", func(b *testing.B) { guardtest.BenchDecision(b, benchLimiter(b), "10.0.0.0") })
 	b.Run("limited", func(b *testing.B) { serve(b, router(ginlimit.New(benchLimiter(b))), reqs) })
 	b.Run("limited-no-headers", func(b *testing.B) {
 		serve(b, router(ginlimit.New(benchLimiter(b), ginlimit.WithHeaders(guard.HeadersNone))), reqs)

@@ -39,6 +39,7 @@ func requests(n int) []*http.Request { return guardtest.Requests(n, "/") }
 func BenchmarkMiddleware(b *testing.B) {
 	reqs := requests(1)
 	b.Run("bare", func(b *testing.B) { serve(b, sink, reqs) })
+	b.Run("limiter-alone", func(b *testing.B) { guardtest.BenchDecision(b, benchLimiter(b), "10.0.0.0") })
 	b.Run("limited", func(b *testing.B) { serve(b, nethttp.New(benchLimiter(b))(sink), reqs) })
 	b.Run("limited-no-headers", func(b *testing.B) {
 		serve(b, nethttp.New(benchLimiter(b), nethttp.WithHeaders(guard.HeadersNone))(sink), reqs)
