@@ -158,7 +158,7 @@ func (g *Guard) setHeaders(w Writer, ls listing) []string {
 	pc := g.policies(&ls)
 	switch g.style {
 	case HeadersDraft11:
-		w.SetHeader(HeaderRateLimitPolicy, pc.value)
+		setPolicy(w, pc)
 		b := ls.buf
 		off := 0
 		for i := range ls.entries {
@@ -196,7 +196,7 @@ func (g *Guard) setHeaders(w Writer, ls listing) []string {
 				reset = unixSeconds(g.now(), reset)
 			}
 		} else {
-			w.SetHeader(HeaderRateLimitPolicy, pc.value)
+			setPolicy(w, pc)
 		}
 		setHeaderBytes(w, names[0], strconv.AppendInt(ls.buf, clampSF(it.quota), 10))
 		setHeaderBytes(w, names[1], strconv.AppendInt(ls.buf, clampSF(it.remaining), 10))
@@ -259,6 +259,7 @@ type policyCache struct {
 	names  []string     // each limit's name in the headers: cleaned and unique
 	enc    []string     // the names as sf-strings
 	value  string       // RateLimit-Policy in the Guard's style
+	list   []string     // []string{value}, set on every HeaderWriter's response (see HeaderWriter)
 }
 
 // policies returns the policyCache of ls: the Guard's last one when it
@@ -282,6 +283,7 @@ func (g *Guard) policies(ls *listing) *policyCache {
 		pc.enc[i] = string(appendSFString(nil, n))
 	}
 	pc.value = g.policyValue(pc)
+	pc.list = []string{pc.value}
 	if ls.extra == nil { // the lists of denials, with extra policies, are not kept
 		g.policy.Store(pc)
 	}

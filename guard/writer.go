@@ -1,6 +1,10 @@
 package guard
 
-import "context"
+import (
+	"context"
+	"net/http"
+	"unsafe"
+)
 
 // Writer is the response side of a request, as a Guard needs it. Each
 // adapter implements it over its framework's response; it is the only type
@@ -42,12 +46,14 @@ type Result struct {
 }
 
 // A BytesWriter is a Writer that also takes a header value as bytes, which
-// it copies before SetHeaderBytes returns. Serve sets the values it builds
-// for each response (RateLimit, the numbers of the draft-06 and legacy
-// fields, Retry-After) through it, which saves converting each to a
-// string: fasthttp copies bytes into its own buffers, and HeaderSlots
-// keeps them for an http.Header. Serve sets other values, and every value
-// of a Writer that is not a BytesWriter, with SetHeader.
+// it copies before SetHeaderBytes returns, as fasthttp does. Serve sets
+// the values it builds for each response (RateLimit, the numbers of the
+// draft-06 and legacy fields, Retry-After) through it, which saves
+// converting each to a string: fasthttp copies bytes into its own
+// buffers, and HeaderSlots keeps them for an http.Header, in memory the
+// adapter allocates per request anyway. Serve sets other values, and every value
+// of a Writer that is neither a BytesWriter nor a HeaderWriter, with
+// SetHeader.
 type BytesWriter interface {
 	Writer
 	// SetHeaderBytes is SetHeader with the value as bytes, which the
@@ -55,12 +61,69 @@ type BytesWriter interface {
 	SetHeaderBytes(name string, value []byte)
 }
 
-// setHeaderBytes sets header name to value on w, as bytes when w takes
-// them.
+// A HeaderWriter is a Writer over an http.Header: the adapters for
+// net/http, gin and echo implement it. Serve sets the rate-limit headers
+// in the map itself, at the cost of one allocation per response at most:
+// the values it builds (RateLimit, the numbers of the draft-06 and legacy
+// fields, Retry-After) each in one allocation, value and []string
+// together, and RateLimit-Policy, the same on every response of a route,
+// as a []string it keeps per list of policies and shares between the
+// responses. A handler may replace, add to or delete that header with the
+// methods of http.Header, which never write into a []string they did not
+// make; it must not write into the slice itself (h[k][0] = v). Serve sets
+// other headers with SetHeader.
+type HeaderWriter interface {
+	Writer
+	// ResponseHeader returns the header map of the response, as
+	// http.ResponseWriter.Header does.
+	ResponseHeader() http.Header
+}
+
+// setHeaderBytes sets header name to value on w, in one allocation when w
+// is a HeaderWriter, as bytes when w takes them.
 func setHeaderBytes(w Writer, name string, value []byte) {
-	if bw, ok := w.(BytesWriter); ok {
-		bw.SetHeaderBytes(name, value)
+	switch x := w.(type) {
+	case HeaderWriter:
+		x.ResponseHeader()[name] = headerValue(value)
+	case BytesWriter:
+		x.SetHeaderBytes(name, value)
+	default:
+		w.SetHeader(name, string(value))
+	}
+}
+
+// setPolicy sets RateLimit-Policy to pc's value: on a HeaderWriter, the
+// []string pc keeps for every response.
+func setPolicy(w Writer, pc *policyCache) {
+	if x, ok := w.(HeaderWriter); ok {
+		x.ResponseHeader()[HeaderRateLimitPolicy] = pc.list
 		return
 	}
-	w.SetHeader(name, string(value))
+	w.SetHeader(HeaderRateLimitPolicy, pc.value)
+}
+
+// headerValue returns a copy of b as the values of an http.Header field:
+// for the short values Serve builds, value and []string in one allocation.
+func headerValue(b []byte) []string {
+	switch {
+	case len(b) == 0:
+		return []string{""}
+	case len(b) <= 48: // with the string header, a 64-byte object
+		v := new(struct {
+			s [1]string
+			b [48]byte
+		})
+		n := copy(v.b[:], b)
+		v.s[0] = unsafe.String(&v.b[0], n) // v.b is never written again
+		return v.s[:1:1]
+	case len(b) <= 112: // a 128-byte object
+		v := new(struct {
+			s [1]string
+			b [112]byte
+		})
+		n := copy(v.b[:], b)
+		v.s[0] = unsafe.String(&v.b[0], n)
+		return v.s[:1:1]
+	}
+	return []string{string(b)}
 }

@@ -3,6 +3,7 @@ package nethttp
 import (
 	"context"
 	"net/http"
+	"sync"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/guard"
@@ -45,10 +46,14 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 			var x *writer
 			var rw http.ResponseWriter
 			if canHijack(w) {
-				hx := &hijackWriter{writer{w: w}}
+				hx := hijackWriters.Get().(*hijackWriter)
+				hx.writer = writer{w: w}
+				defer func() { hx.writer = writer{}; hijackWriters.Put(hx) }()
 				x, rw = &hx.writer, hx
 			} else {
-				x = &writer{w: w}
+				x = writers.Get().(*writer)
+				*x = writer{w: w}
+				defer func() { *x = writer{}; writers.Put(x) }()
 				rw = x
 			}
 			x.chain = guard.FindChain(w)
@@ -65,3 +70,11 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 		})
 	}
 }
+
+// writers and hijackWriters hold the writers of requests that are over:
+// a request takes one and gives it back when its middleware returns (see
+// writer).
+var (
+	writers       = sync.Pool{New: func() any { return new(writer) }}
+	hijackWriters = sync.Pool{New: func() any { return new(hijackWriter) }}
+)

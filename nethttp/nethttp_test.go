@@ -216,16 +216,23 @@ func TestReportedCostThroughTheRequestContext(t *testing.T) {
 // nothing settled; now it always carries the chain.)
 func TestHandlerWriterCarriesTheChainAndUnwrapsToTheOriginal(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(100, "m"))
-	var got http.ResponseWriter
-	h := nethttp.New(lim)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = w }))
 	rec := httptest.NewRecorder()
+	ran := false
+	// The writer is checked while the handler runs: it may not be used
+	// after the handler returns (and is reused then).
+	h := nethttp.New(lim)(http.HandlerFunc(func(got http.ResponseWriter, r *http.Request) {
+		ran = true
+		u, ok := got.(interface{ Unwrap() http.ResponseWriter })
+		if !ok || u.Unwrap() != http.ResponseWriter(rec) {
+			t.Errorf("handler got %T, want a writer that unwraps to the original", got)
+		}
+		if guard.FindChain(got) == nil {
+			t.Error("guard.FindChain found no chain in the handler's writer")
+		}
+	}))
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	u, ok := got.(interface{ Unwrap() http.ResponseWriter })
-	if !ok || u.Unwrap() != http.ResponseWriter(rec) {
-		t.Errorf("handler got %T, want a writer that unwraps to the original", got)
-	}
-	if guard.FindChain(got) == nil {
-		t.Error("guard.FindChain found no chain in the handler's writer")
+	if !ran {
+		t.Fatal("the handler did not run")
 	}
 }
 

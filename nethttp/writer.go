@@ -11,9 +11,11 @@ import (
 
 // writer is the guard.ChainWriter of a request and the
 // http.ResponseWriter the handler writes to, which records the status and
-// size and carries the request's chain to the middlewares further in. One
-// allocation per request serves all three, and holds the chain and the
-// values of the headers the Guard sets too.
+// size and carries the request's chain to the middlewares further in.
+// Writers are pooled (see writers): nothing refers to one once its
+// middleware returns, as net/http requires of a ResponseWriter ("may not
+// be used after [Handler.ServeHTTP] has returned"), and the values of the
+// headers the Guard sets are not kept in it (see guard.HeaderWriter).
 type writer struct {
 	w      http.ResponseWriter
 	chain  *guard.Chain // own, or that of a middleware around this one
@@ -21,12 +23,11 @@ type writer struct {
 	wrote  bool
 	status int
 	bytes  int64
-	slots  guard.HeaderSlots
 }
 
 var (
-	_ guard.ChainWriter = (*writer)(nil)
-	_ guard.BytesWriter = (*writer)(nil)
+	_ guard.ChainWriter  = (*writer)(nil)
+	_ guard.HeaderWriter = (*writer)(nil)
 )
 
 // Chain implements guard.ChainWriter, and lets guard.FindChain find the
@@ -34,12 +35,10 @@ var (
 func (x *writer) Chain() *guard.Chain { return x.chain }
 
 // SetHeader implements guard.Writer. name is canonical.
-func (x *writer) SetHeader(name, value string) { x.slots.Set(x.w.Header(), name, value) }
+func (x *writer) SetHeader(name, value string) { x.w.Header()[name] = []string{value} }
 
-// SetHeaderBytes implements guard.BytesWriter.
-func (x *writer) SetHeaderBytes(name string, value []byte) {
-	x.slots.SetBytes(x.w.Header(), name, value)
-}
+// ResponseHeader implements guard.HeaderWriter.
+func (x *writer) ResponseHeader() http.Header { return x.w.Header() }
 
 // WriteResponse implements guard.Writer.
 func (x *writer) WriteResponse(status int, body []byte) error {
