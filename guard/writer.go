@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"net/http"
+	"sync"
 	"unsafe"
 )
 
@@ -62,16 +63,16 @@ type BytesWriter interface {
 }
 
 // A HeaderWriter is a Writer over an http.Header: the adapters for
-// net/http, gin and echo implement it. Serve sets the rate-limit headers
-// in the map itself, at the cost of one allocation per response at most:
-// the values it builds (RateLimit, the numbers of the draft-06 and legacy
-// fields, Retry-After) each in one allocation, value and []string
-// together, and RateLimit-Policy, the same on every response of a route,
+// net/http and gin implement it. Serve sets the rate-limit headers in the
+// map itself, at the cost of a fraction of an allocation per response: the
+// values it builds (RateLimit, the numbers of the draft-06 and legacy
+// fields, Retry-After), with their []string, in chunks of memory shared by
+// many responses; RateLimit-Policy, the same on every response of a route,
 // as a []string it keeps per list of policies and shares between the
-// responses. A handler may replace, add to or delete that header with the
-// methods of http.Header, which never write into a []string they did not
-// make; it must not write into the slice itself (h[k][0] = v). Serve sets
-// other headers with SetHeader.
+// responses. A handler may replace, add to or delete these headers with
+// the methods of http.Header, which never write into a []string they did
+// not make; it must not write into the slice itself (h[k][0] = v). Serve
+// sets other headers with SetHeader.
 type HeaderWriter interface {
 	Writer
 	// ResponseHeader returns the header map of the response, as
@@ -102,28 +103,43 @@ func setPolicy(w Writer, pc *policyCache) {
 	w.SetHeader(HeaderRateLimitPolicy, pc.value)
 }
 
-// headerValue returns a copy of b as the values of an http.Header field:
-// for the short values Serve builds, value and []string in one allocation.
+// headerValue returns a copy of b as the values of an http.Header field.
+// Values up to maxArenaValue bytes, and their []string, are carved out of
+// an arena: chunks of memory shared by many responses, each part written
+// once and then only read, so that a response costs a fraction of an
+// allocation; a chunk is garbage once no header refers to any of it.
 func headerValue(b []byte) []string {
-	switch {
-	case len(b) == 0:
-		return []string{""}
-	case len(b) <= 48: // with the string header, a 64-byte object
-		v := new(struct {
-			s [1]string
-			b [48]byte
-		})
-		n := copy(v.b[:], b)
-		v.s[0] = unsafe.String(&v.b[0], n) // v.b is never written again
-		return v.s[:1:1]
-	case len(b) <= 112: // a 128-byte object
-		v := new(struct {
-			s [1]string
-			b [112]byte
-		})
-		n := copy(v.b[:], b)
-		v.s[0] = unsafe.String(&v.b[0], n)
-		return v.s[:1:1]
+	if len(b) == 0 || len(b) > maxArenaValue {
+		return []string{string(b)}
 	}
-	return []string{string(b)}
+	a := arenas.Get().(*arena)
+	if len(a.bytes) < len(b) {
+		a.bytes = make([]byte, arenaBytes)
+	}
+	if len(a.slots) == 0 {
+		a.slots = make([]string, arenaSlots)
+	}
+	n := copy(a.bytes, b)
+	v := a.slots[:1:1] // the capacity keeps an append from writing over the next slot
+	v[0] = unsafe.String(&a.bytes[0], n)
+	a.bytes, a.slots = a.bytes[n:], a.slots[1:]
+	arenas.Put(a)
+	return v
 }
+
+// An arena is the unused part of the chunks headerValue carves values
+// from: bytes for the values, slots for their []string. What it handed
+// out is never written again.
+type arena struct {
+	bytes []byte
+	slots []string
+}
+
+const (
+	arenaBytes    = 4096
+	arenaSlots    = 128
+	maxArenaValue = 256
+)
+
+// arenas holds the arenas of headerValue, one per P or so.
+var arenas = sync.Pool{New: func() any { return new(arena) }}
