@@ -26,7 +26,9 @@ import (
 // WithResponseCost need them, and carries the request's guard.Chain: a
 // Tollgate middleware further in (of this package, or a gin or echo
 // engine mounted inside) finds it by unwrapping the writer it receives,
-// and the two act as one decision (see guard.Chain).
+// and the two act as one decision (see guard.Chain). As net/http requires
+// of any ResponseWriter, the handler must not use it once it returns:
+// wrappers are reused.
 //
 // New panics if lim is nil or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
