@@ -29,13 +29,13 @@ type gate struct {
 	track bool  // commit the handler's error and report the status
 	rw    chainWriter
 	own   guard.Chain
-	nhv   int
-	hv    [4]string // storage for the values of the headers the Guard sets
+	slots guard.HeaderSlots // the values of the headers the Guard sets
 }
 
 var (
 	_ keyfuncs.Request    = (*gate)(nil)
 	_ guard.ChainWriter   = (*gate)(nil)
+	_ guard.BytesWriter   = (*gate)(nil)
 	_ http.ResponseWriter = (*chainWriter)(nil)
 )
 
@@ -134,16 +134,11 @@ func (x *gate) RemoteAddr() string { return x.c.Request().RemoteAddr }
 func (x *gate) Context() context.Context { return x.c.Request().Context() }
 
 // SetHeader implements guard.Writer. name is canonical.
-func (x *gate) SetHeader(name, value string) {
-	h := x.c.Response().Header()
-	if x.nhv < len(x.hv) {
-		i := x.nhv
-		x.nhv++
-		x.hv[i] = value
-		h[name] = x.hv[i : i+1 : i+1]
-		return
-	}
-	h[name] = []string{value}
+func (x *gate) SetHeader(name, value string) { x.slots.Set(x.c.Response().Header(), name, value) }
+
+// SetHeaderBytes implements guard.BytesWriter.
+func (x *gate) SetHeaderBytes(name string, value []byte) {
+	x.slots.SetBytes(x.c.Response().Header(), name, value)
 }
 
 // WriteResponse implements guard.Writer, through echo's Response so that

@@ -109,6 +109,16 @@ func WithErrorHandler(h func(c *fiber.Ctx, err error) error) Option {
 // WithHeaders selects the rate-limit headers. Default: guard.HeadersDraft11.
 func WithHeaders(style guard.HeaderStyle) Option { return guard.WithHeaders(style) }
 
+// WithLegacyReset selects how guard.HeadersLegacy sends X-RateLimit-Reset:
+// seconds from now (guard.ResetDelta) or a Unix time (guard.ResetUnix).
+// It is guard.WithLegacyReset. Default: guard.ResetDelta.
+func WithLegacyReset(f guard.ResetFormat) Option { return guard.WithLegacyReset(f) }
+
+// WithClock sets the clock of the dates the middleware sends: the Unix
+// time of WithLegacyReset(guard.ResetUnix). Decisions use their Limiter's
+// clock. It is guard.WithClock. Default: the wall clock.
+func WithClock(clock core.Clock) Option { return guard.WithClock(clock) }
+
 // WithDryRun decides, counts and sets headers but never blocks; see
 // guard.WithDryRun. Default: false.
 func WithDryRun(on bool) Option { return guard.WithDryRun(on) }

@@ -135,13 +135,21 @@ type writer struct {
 	chain *guard.Chain
 }
 
-var _ guard.ChainWriter = (*writer)(nil)
+var (
+	_ guard.ChainWriter = (*writer)(nil)
+	_ guard.BytesWriter = (*writer)(nil)
+)
 
 // Chain implements guard.ChainWriter.
 func (w *writer) Chain() *guard.Chain { return w.chain }
 
 // SetHeader implements guard.Writer. fasthttp copies the value.
 func (w *writer) SetHeader(name, value string) { w.c.Response().Header.Set(name, value) }
+
+// SetHeaderBytes implements guard.BytesWriter. fasthttp copies the value.
+func (w *writer) SetHeaderBytes(name string, value []byte) {
+	w.c.Response().Header.SetBytesV(name, value)
+}
 
 // WriteResponse implements guard.Writer. The body is copied.
 func (w *writer) WriteResponse(status int, body []byte) error {

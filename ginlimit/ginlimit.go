@@ -54,7 +54,8 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 	}
 	track := g.NeedsResult()
 	return func(c *gin.Context) {
-		x := &writer{c: c, chain: guard.FindChain(c.Writer)}
+		x := writers.Get().(*writer)
+		*x = writer{c: c, chain: guard.FindChain(c.Writer)}
 		if x.chain == nil { // the first Tollgate middleware of the request
 			x.chain = &x.own
 			x.ResponseWriter = c.Writer
@@ -72,8 +73,14 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 			}
 			return guard.Result{Status: c.Writer.Status(), Bytes: int64(max(c.Writer.Size(), 0))}
 		})
+		reuse := x.ResponseWriter == nil // never installed: nothing but Serve used it
 		if x.ResponseWriter != nil && c.Writer == gin.ResponseWriter(x) {
 			c.Writer = x.ResponseWriter // unless a middleware further in replaced it for good
+			reuse = true
+		}
+		if reuse {
+			*x = writer{}
+			writers.Put(x)
 		}
 		if !passed {
 			c.Abort()

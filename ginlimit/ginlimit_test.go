@@ -293,6 +293,54 @@ func TestKeyFromAPreviousMiddleware(t *testing.T) {
 	})
 }
 
+type stringer string
+
+func (s *stringer) String() string { return string(*s) }
+
+func TestValue(t *testing.T) {
+	bob := stringer("bob")
+	tests := []struct {
+		name    string
+		value   any
+		want    string
+		wantErr error
+	}{
+		{"a string is the key", "alice", "alice", nil},
+		{"a Stringer gives its string", &bob, "bob", nil},
+		{"a missing value has no key", nil, "", keyfuncs.ErrNoKey},
+		{"an empty string has no key", "", "", keyfuncs.ErrNoKey},
+		{"a nil Stringer has no key", (*stringer)(nil), "", keyfuncs.ErrNoKey},
+		{"another type has no key", 42, "", keyfuncs.ErrNoKey},
+		{"a huge value is refused", strings.Repeat("u", keyfuncs.MaxKeyLen+1), "", keyfuncs.ErrKeyTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got string
+			var err error
+			r := gin.New()
+			r.Use(func(c *gin.Context) {
+				if tt.value != nil {
+					c.Set("user", tt.value)
+				}
+			}, ginlimit.New(newLimiter(t, nil, fixed(100, "m")), guard.WithSkip(func(r keyfuncs.Request) bool {
+				got, err = ginlimit.Value("user")(r)
+				return true
+			})))
+			r.GET("/", ok)
+			do(r, "GET", "/")
+			if got != tt.want || !errors.Is(err, tt.wantErr) {
+				t.Errorf("Value(%q) with %#v = %q, %v; want %q, %v", "user", tt.value, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+	t.Run("a request not from gin has no key", func(t *testing.T) {
+		_, err := ginlimit.Value("user")(keyfuncs.FromHTTP(httptest.NewRequest("GET", "/", nil)))
+		if err == nil {
+			t.Error("Value on a net/http request = nil error, want one")
+		}
+	})
+}
+
 func TestKeyFuncOutsideGin(t *testing.T) {
 	fn := ginlimit.KeyFunc(userKey)
 	if _, err := fn(keyfuncs.FromHTTP(httptest.NewRequest("GET", "/", nil))); err == nil {

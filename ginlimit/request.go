@@ -102,6 +102,30 @@ func KeyFunc(fn func(c *gin.Context) (string, error)) keyfuncs.Func {
 	}
 }
 
+// Value returns a key function whose key is the value an earlier
+// middleware stored with c.Set(key, value), typically the user or tenant
+// an authentication middleware found:
+//
+//	r.Use(auth) // c.Set("user", "alice")
+//	r.Use(ginlimit.New(lim, ginlimit.WithKey(ginlimit.Value("user"))))
+//
+// The value must be a string or implement fmt.Stringer. A missing value, a
+// nil one, an empty string or a value of another type yields an error
+// matching keyfuncs.ErrNoKey (a 400, or, wrapped in guard.Optional, a rule
+// the request is exempt from); a value longer than keyfuncs.MaxKeyLen one
+// matching keyfuncs.ErrKeyTooLong. For other types, derive the key with
+// WithKeyFunc.
+func Value(key any) keyfuncs.Func {
+	return keyfuncs.Lookup(fmt.Sprintf("gin context value %#v", key), func(r keyfuncs.Request) (any, error) {
+		c := Context(r)
+		if c == nil {
+			return nil, errNotGin
+		}
+		v, _ := c.Get(key)
+		return v, nil
+	})
+}
+
 var (
 	errEmptyKey = fmt.Errorf("ginlimit: %w: the key function returned an empty key", keyfuncs.ErrNoKey)
 	errLongKey  = fmt.Errorf("ginlimit: %w: the key function returned more than %d bytes", keyfuncs.ErrKeyTooLong, keyfuncs.MaxKeyLen)

@@ -2,6 +2,7 @@ package ginlimit
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -13,19 +14,26 @@ import (
 // around it, found by guard.FindChain) holds the chain in it and installs
 // it as c.Writer for the rest of gin's chain, embedding the writer it
 // replaces: the middlewares further in, and an http.Handler mounted with
-// gin.WrapH, find the chain there. One allocation per request serves
-// both, and holds the values of the headers the Guard sets.
+// gin.WrapH, find the chain there. Writers are pooled (see writers): the
+// middleware gives its writer back when nothing refers to it any more,
+// that is unless a middleware further in kept it inside a c.Writer of its
+// own, or a panic went through; the values of the headers the Guard sets
+// are not kept in it (see guard.HeaderWriter).
 type writer struct {
 	gin.ResponseWriter // the c.Writer it replaced, when installed; else nil
 
 	c     *gin.Context
 	chain *guard.Chain // own, or that of a middleware around this one
 	own   guard.Chain
-	nhv   int
-	hv    [4]string // storage for the values of the headers the Guard sets
 }
 
-var _ guard.ChainWriter = (*writer)(nil)
+var (
+	_ guard.ChainWriter  = (*writer)(nil)
+	_ guard.HeaderWriter = (*writer)(nil)
+)
+
+// writers holds the writers of requests that are over (see writer).
+var writers = sync.Pool{New: func() any { return new(writer) }}
 
 // Chain implements guard.ChainWriter, and lets guard.FindChain find the
 // chain from c.Writer.
@@ -33,17 +41,10 @@ func (x *writer) Chain() *guard.Chain { return x.chain }
 
 // SetHeader implements guard.Writer. name is canonical, so the value is
 // assigned to the header map directly.
-func (x *writer) SetHeader(name, value string) {
-	h := x.c.Writer.Header()
-	if x.nhv < len(x.hv) {
-		i := x.nhv
-		x.nhv++
-		x.hv[i] = value
-		h[name] = x.hv[i : i+1 : i+1]
-		return
-	}
-	h[name] = []string{value}
-}
+func (x *writer) SetHeader(name, value string) { x.c.Writer.Header()[name] = []string{value} }
+
+// ResponseHeader implements guard.HeaderWriter.
+func (x *writer) ResponseHeader() http.Header { return x.c.Writer.Header() }
 
 // WriteResponse implements guard.Writer.
 func (x *writer) WriteResponse(status int, body []byte) error {

@@ -1,6 +1,7 @@
 package grpclimit_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -136,6 +137,16 @@ func TestACostAboveCapacityIsDeniedWithoutRetryInfo(t *testing.T) {
 	}
 	if n := svc.calls.Load(); n != 0 {
 		t.Errorf("the handler ran %d times, want 0", n)
+	}
+}
+
+func TestLegacyResetOnTheInterceptorsClock(t *testing.T) {
+	lim := guardtest.NewLimiter(t, nil, perMinute(2, "per-minute"))
+	c := unaryServer(t, &service{}, grpclimit.UnaryServerInterceptor(lim, grpclimit.WithHeaders(guard.HeadersLegacy),
+		grpclimit.WithLegacyReset(guard.ResetUnix), grpclimit.WithClock(guardtest.NewClock(guardtest.Epoch))))
+	want := fmt.Sprint(guardtest.Epoch.Unix() + 60) // the fixed window ends a minute after the epoch
+	if got := callUnary(t, c, 0).get(t, "x-ratelimit-reset"); got != want {
+		t.Errorf("metadata x-ratelimit-reset = %q, want %s", got, want)
 	}
 }
 

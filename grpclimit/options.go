@@ -180,6 +180,16 @@ func WithErrorHandler(h func(ctx context.Context, fullMethod string, err error) 
 // denial). Default: guard.HeadersDraft11, ratelimit-policy and ratelimit.
 func WithHeaders(style guard.HeaderStyle) Option { return guard.WithHeaders(style) }
 
+// WithLegacyReset selects how guard.HeadersLegacy sends x-ratelimit-reset:
+// seconds from now (guard.ResetDelta) or a Unix time (guard.ResetUnix).
+// It is guard.WithLegacyReset. Default: guard.ResetDelta.
+func WithLegacyReset(f guard.ResetFormat) Option { return guard.WithLegacyReset(f) }
+
+// WithClock sets the clock of the dates the interceptor sends: the Unix
+// time of WithLegacyReset(guard.ResetUnix). Decisions use their Limiter's
+// clock. It is guard.WithClock. Default: the wall clock.
+func WithClock(clock core.Clock) Option { return guard.WithClock(clock) }
+
 // WithDryRun decides, counts and sets metadata but never blocks; see
 // guard.WithDryRun. Default: false.
 func WithDryRun(on bool) Option { return guard.WithDryRun(on) }

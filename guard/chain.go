@@ -50,6 +50,9 @@ type chainState struct {
 	entries []entry
 	one     [1]entry // storage for the first entry
 	stopped bool     // a middleware denied or failed the request (not in dry run)
+	// buf is where the headers' values are built: a buffer on the stack
+	// would escape, passed to BytesWriter.SetHeaderBytes.
+	buf [128]byte
 }
 
 var statePool = sync.Pool{New: func() any { return new(chainState) }}

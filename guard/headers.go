@@ -133,6 +133,7 @@ type item struct {
 // consulted, and those the middlewares inside learned for the route.
 type listing struct {
 	entries []entry
+	buf     []byte // scratch space for the values built, empty
 	extra   []core.Limit
 	dn      *Denial // the denial answered, or nil
 	denied  int     // the denying entry, when dn is not nil
@@ -157,9 +158,8 @@ func (g *Guard) setHeaders(w Writer, ls listing) []string {
 	pc := g.policies(&ls)
 	switch g.style {
 	case HeadersDraft11:
-		w.SetHeader(HeaderRateLimitPolicy, pc.value)
-		var buf [128]byte
-		b := buf[:0]
+		setPolicy(w, pc)
+		b := ls.buf
 		off := 0
 		for i := range ls.entries {
 			e := &ls.entries[i]
@@ -177,7 +177,7 @@ func (g *Guard) setHeaders(w Writer, ls listing) []string {
 			off += e.numLimits()
 		}
 		if len(b) > 0 {
-			w.SetHeader(HeaderRateLimit, string(b))
+			setHeaderBytes(w, HeaderRateLimit, b)
 		}
 	case HeadersDraft06, HeadersLegacy:
 		at := binding(&ls)
@@ -196,17 +196,17 @@ func (g *Guard) setHeaders(w Writer, ls listing) []string {
 				reset = unixSeconds(g.now(), reset)
 			}
 		} else {
-			w.SetHeader(HeaderRateLimitPolicy, pc.value)
+			setPolicy(w, pc)
 		}
-		w.SetHeader(names[0], strconv.FormatInt(clampSF(it.quota), 10))
-		w.SetHeader(names[1], strconv.FormatInt(clampSF(it.remaining), 10))
-		w.SetHeader(names[2], strconv.FormatInt(reset, 10))
+		setHeaderBytes(w, names[0], strconv.AppendInt(ls.buf, clampSF(it.quota), 10))
+		setHeaderBytes(w, names[1], strconv.AppendInt(ls.buf, clampSF(it.remaining), 10))
+		setHeaderBytes(w, names[2], strconv.AppendInt(ls.buf, reset, 10))
 	}
 	if dn == nil {
 		return nil
 	}
 	if !dn.DryRun && dn.RetryAfter > 0 {
-		w.SetHeader(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(dn.RetryAfter), 10))
+		setHeaderBytes(w, HeaderRetryAfter, strconv.AppendInt(ls.buf, ceilSeconds(dn.RetryAfter), 10))
 	}
 	off := 0
 	for i := range ls.denied {
@@ -259,6 +259,7 @@ type policyCache struct {
 	names  []string     // each limit's name in the headers: cleaned and unique
 	enc    []string     // the names as sf-strings
 	value  string       // RateLimit-Policy in the Guard's style
+	list   []string     // []string{value}, set on every HeaderWriter's response (see HeaderWriter)
 }
 
 // policies returns the policyCache of ls: the Guard's last one when it
@@ -282,6 +283,7 @@ func (g *Guard) policies(ls *listing) *policyCache {
 		pc.enc[i] = string(appendSFString(nil, n))
 	}
 	pc.value = g.policyValue(pc)
+	pc.list = []string{pc.value}
 	if ls.extra == nil { // the lists of denials, with extra policies, are not kept
 		g.policy.Store(pc)
 	}

@@ -1,6 +1,11 @@
 package guard
 
-import "context"
+import (
+	"context"
+	"net/http"
+	"sync"
+	"unsafe"
+)
 
 // Writer is the response side of a request, as a Guard needs it. Each
 // adapter implements it over its framework's response; it is the only type
@@ -40,3 +45,101 @@ type Result struct {
 	// Bytes is the number of body bytes written.
 	Bytes int64
 }
+
+// A BytesWriter is a Writer that also takes a header value as bytes, which
+// it copies before SetHeaderBytes returns, as fasthttp does. Serve sets
+// the values it builds for each response (RateLimit, the numbers of the
+// draft-06 and legacy fields, Retry-After) through it, which saves
+// converting each to a string: fasthttp copies bytes into its own
+// buffers, and HeaderSlots keeps them for an http.Header, in memory the
+// adapter allocates per request anyway. Serve sets other values, and every value
+// of a Writer that is neither a BytesWriter nor a HeaderWriter, with
+// SetHeader.
+type BytesWriter interface {
+	Writer
+	// SetHeaderBytes is SetHeader with the value as bytes, which the
+	// caller may reuse once it returns.
+	SetHeaderBytes(name string, value []byte)
+}
+
+// A HeaderWriter is a Writer over an http.Header: the adapters for
+// net/http and gin implement it. Serve sets the rate-limit headers in the
+// map itself, at the cost of a fraction of an allocation per response: the
+// values it builds (RateLimit, the numbers of the draft-06 and legacy
+// fields, Retry-After), with their []string, in chunks of memory shared by
+// many responses; RateLimit-Policy, the same on every response of a route,
+// as a []string it keeps per list of policies and shares between the
+// responses. A handler may replace, add to or delete these headers with
+// the methods of http.Header, which never write into a []string they did
+// not make; it must not write into the slice itself (h[k][0] = v). Serve
+// sets other headers with SetHeader.
+type HeaderWriter interface {
+	Writer
+	// ResponseHeader returns the header map of the response, as
+	// http.ResponseWriter.Header does.
+	ResponseHeader() http.Header
+}
+
+// setHeaderBytes sets header name to value on w, in one allocation when w
+// is a HeaderWriter, as bytes when w takes them.
+func setHeaderBytes(w Writer, name string, value []byte) {
+	switch x := w.(type) {
+	case HeaderWriter:
+		x.ResponseHeader()[name] = headerValue(value)
+	case BytesWriter:
+		x.SetHeaderBytes(name, value)
+	default:
+		w.SetHeader(name, string(value))
+	}
+}
+
+// setPolicy sets RateLimit-Policy to pc's value: on a HeaderWriter, the
+// []string pc keeps for every response.
+func setPolicy(w Writer, pc *policyCache) {
+	if x, ok := w.(HeaderWriter); ok {
+		x.ResponseHeader()[HeaderRateLimitPolicy] = pc.list
+		return
+	}
+	w.SetHeader(HeaderRateLimitPolicy, pc.value)
+}
+
+// headerValue returns a copy of b as the values of an http.Header field.
+// Values up to maxArenaValue bytes, and their []string, are carved out of
+// an arena: chunks of memory shared by many responses, each part written
+// once and then only read, so that a response costs a fraction of an
+// allocation; a chunk is garbage once no header refers to any of it.
+func headerValue(b []byte) []string {
+	if len(b) == 0 || len(b) > maxArenaValue {
+		return []string{string(b)}
+	}
+	a := arenas.Get().(*arena)
+	if len(a.bytes) < len(b) {
+		a.bytes = make([]byte, arenaBytes)
+	}
+	if len(a.slots) == 0 {
+		a.slots = make([]string, arenaSlots)
+	}
+	n := copy(a.bytes, b)
+	v := a.slots[:1:1] // the capacity keeps an append from writing over the next slot
+	v[0] = unsafe.String(&a.bytes[0], n)
+	a.bytes, a.slots = a.bytes[n:], a.slots[1:]
+	arenas.Put(a)
+	return v
+}
+
+// An arena is the unused part of the chunks headerValue carves values
+// from: bytes for the values, slots for their []string. What it handed
+// out is never written again.
+type arena struct {
+	bytes []byte
+	slots []string
+}
+
+const (
+	arenaBytes    = 4096
+	arenaSlots    = 128
+	maxArenaValue = 256
+)
+
+// arenas holds the arenas of headerValue, one per P or so.
+var arenas = sync.Pool{New: func() any { return new(arena) }}

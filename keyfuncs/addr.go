@@ -21,19 +21,29 @@ import (
 // including "unknown" and obfuscated identifiers such as "_hidden", is
 // rejected. parseNode allocates nothing when it succeeds.
 func parseNode(s string) (netip.Addr, bool) {
+	a, _, ok := parseNodeText(s)
+	return a, ok
+}
+
+// parseNodeText is parseNode that also returns, when s holds an IPv4
+// address in IPv4 form, the text of that address: s without its port.
+// netip parses IPv4 only in canonical form (four decimal fields, no
+// leading zeros), so that text is a.String(), and IP can use it as a key
+// without formatting (and allocating) it again. It is "" otherwise.
+func parseNodeText(s string) (a netip.Addr, v4 string, ok bool) {
 	if s == "" {
-		return netip.Addr{}, false
+		return netip.Addr{}, "", false
 	}
 	var host string
 	var v6 bool
 	if s[0] == '[' {
 		end := strings.IndexByte(s, ']')
 		if end < 0 {
-			return netip.Addr{}, false
+			return netip.Addr{}, "", false
 		}
 		host, v6 = s[1:end], true
 		if rest := s[end+1:]; rest != "" && (rest[0] != ':' || !validPort(rest[1:])) {
-			return netip.Addr{}, false
+			return netip.Addr{}, "", false
 		}
 	} else {
 		switch strings.Count(s, ":") {
@@ -42,7 +52,7 @@ func parseNode(s string) (netip.Addr, bool) {
 		case 1: // IPv4:port
 			i := strings.IndexByte(s, ':')
 			if !validPort(s[i+1:]) {
-				return netip.Addr{}, false
+				return netip.Addr{}, "", false
 			}
 			host = s[:i]
 		default: // bare IPv6, possibly with a zone
@@ -51,9 +61,12 @@ func parseNode(s string) (netip.Addr, bool) {
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil || a.Is6() != v6 {
-		return netip.Addr{}, false
+		return netip.Addr{}, "", false
 	}
-	return a.Unmap().WithZone(""), true
+	if !v6 {
+		return a, host, true
+	}
+	return a.Unmap().WithZone(""), "", true
 }
 
 // validPort reports whether p is a decimal port (at most 65535) or an

@@ -286,6 +286,10 @@ func FuzzParseNode(f *testing.F) {
 		if ok && (!a.IsValid() || a.Zone() != "" || a.Is4In6()) {
 			t.Fatalf("parseNode(%q) = %v, want a valid unmapped address without zone", s, a)
 		}
+		// The text IP keys an IPv4 peer by must be the address's own.
+		if a2, text, ok2 := parseNodeText(s); a2 != a || ok2 != ok || (text != "" && (!a.Is4() || text != a.String())) {
+			t.Fatalf("parseNodeText(%q) = %v, %q, %v; want %v, %v and its text only for IPv4", s, a2, text, ok2, a, ok)
+		}
 		want, err := netip.ParseAddrPort(s)
 		wantAddr := want.Addr()
 		if err != nil {

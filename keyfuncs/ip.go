@@ -217,7 +217,8 @@ func IP(opts ...IPOption) Func {
 //
 // The Func returns an error matching ErrNoKey if RemoteAddr is empty, and
 // one matching ErrBadAddress if it is not an address; it never panics. On
-// the common path (an untrusted IPv4 peer) it allocates only the key.
+// the common path (an IPv4 peer, keyed by address) it allocates nothing:
+// the key is the address part of RemoteAddr.
 // It is safe for concurrent use.
 func NewIP(opts ...IPOption) (Func, error) {
 	c := &ipConfig{source: sourceXFF, header: headerXFF, v4Bits: 32, v6Bits: 64}
@@ -240,13 +241,16 @@ func (c *ipConfig) key(r Request) (string, error) {
 	if ra == "" {
 		return "", errNoRemoteAddr
 	}
-	peer, ok := parseNode(ra)
+	peer, text, ok := parseNodeText(ra)
 	if !ok {
 		return "", fmt.Errorf("%w: %.64q", ErrBadAddress, ra)
 	}
 	client := peer
 	if len(c.trusted) > 0 && c.isTrusted(peer) {
 		client = c.client(r, peer)
+	}
+	if text != "" && client == peer && c.v4Bits == 32 {
+		return text, nil // an IPv4 peer's key is in RemoteAddr already
 	}
 	return c.format(client), nil
 }

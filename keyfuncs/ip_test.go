@@ -325,7 +325,11 @@ func TestIPAllocations(t *testing.T) {
 		req  Request
 		max  float64
 	}{
-		{"an untrusted IPv4 peer allocates only the key", IP(), peerRequest("203.0.113.7:5678"), 1},
+		{"an untrusted IPv4 peer allocates nothing: its key is part of RemoteAddr", IP(), peerRequest("203.0.113.7:5678"), 0},
+		{"an untrusted IPv4 peer without a port allocates nothing", IP(), peerRequest("203.0.113.7"), 0},
+		{"an untrusted IPv4 peer with trusted proxies configured allocates nothing", IP(xffConf...), peerRequest("203.0.113.7:5678", "X-Forwarded-For", "198.51.100.1"), 0},
+		{"an IPv4 peer keyed by prefix allocates only the key", IP(IPv4Prefix(24)), peerRequest("203.0.113.7:5678"), 1},
+		{"an IPv4-mapped IPv6 peer allocates only the key", IP(), peerRequest("[::ffff:203.0.113.7]:5678"), 1},
 		{"an untrusted IPv6 peer allocates only the key", IP(), peerRequest("[2001:db8::1]:5678"), 1},
 		{"a trusted proxy with X-Forwarded-For allocates only the key", IP(xffConf...), peerRequest("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1, 10.0.0.2"), 1},
 		{"a trusted proxy with Forwarded allocates only the key", IP(fwdConf...), peerRequest("10.0.0.1:1", "Forwarded", `for="[2001:db8::1]:80";proto=https, for=10.0.0.2`), 1},

@@ -82,8 +82,8 @@ func ContextValue(key any) Func {
 
 // Lookup returns a Func whose key is the value get finds for a request,
 // named what in errors: the building block of ContextValue and of the
-// adapters' keys from framework-scoped values (echo's c.Get, fiber's
-// c.Locals). The value must be a string or implement fmt.Stringer. A nil
+// adapters' keys from framework-scoped values (gin's and echo's c.Get,
+// fiber's c.Locals). The value must be a string or implement fmt.Stringer. A nil
 // value (or nil pointer), an empty string or a value of another type
 // yields an error matching ErrNoKey; a value longer than MaxKeyLen one
 // matching ErrKeyTooLong; an error from get is returned as is.

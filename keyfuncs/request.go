@@ -8,7 +8,10 @@ import "context"
 //
 // Implementations must be cheap to call (key functions run on every request)
 // and must not retain or modify the request. A Request is used by one
-// goroutine at a time and only for the duration of the handler.
+// goroutine at a time and only for the duration of the handler. The
+// strings its methods return may outlive it, since a key is one of them or
+// part of one (IP keys an IPv4 peer by the address part of RemoteAddr): a
+// Request over buffers that the framework reuses must return copies.
 type Request interface {
 	// Method returns the request method, e.g. "GET".
 	Method() string

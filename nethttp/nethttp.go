@@ -3,6 +3,7 @@ package nethttp
 import (
 	"context"
 	"net/http"
+	"sync"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/guard"
@@ -25,7 +26,9 @@ import (
 // WithResponseCost need them, and carries the request's guard.Chain: a
 // Tollgate middleware further in (of this package, or a gin or echo
 // engine mounted inside) finds it by unwrapping the writer it receives,
-// and the two act as one decision (see guard.Chain).
+// and the two act as one decision (see guard.Chain). As net/http requires
+// of any ResponseWriter, the handler must not use it once it returns:
+// wrappers are reused.
 //
 // New panics if lim is nil or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
@@ -45,10 +48,14 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 			var x *writer
 			var rw http.ResponseWriter
 			if canHijack(w) {
-				hx := &hijackWriter{writer{w: w}}
+				hx := hijackWriters.Get().(*hijackWriter)
+				hx.writer = writer{w: w}
+				defer func() { hx.writer = writer{}; hijackWriters.Put(hx) }()
 				x, rw = &hx.writer, hx
 			} else {
-				x = &writer{w: w}
+				x = writers.Get().(*writer)
+				*x = writer{w: w}
+				defer func() { *x = writer{}; writers.Put(x) }()
 				rw = x
 			}
 			x.chain = guard.FindChain(w)
@@ -65,3 +72,11 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 		})
 	}
 }
+
+// writers and hijackWriters hold the writers of requests that are over:
+// a request takes one and gives it back when its middleware returns (see
+// writer).
+var (
+	writers       = sync.Pool{New: func() any { return new(writer) }}
+	hijackWriters = sync.Pool{New: func() any { return new(hijackWriter) }}
+)

@@ -216,16 +216,23 @@ func TestReportedCostThroughTheRequestContext(t *testing.T) {
 // nothing settled; now it always carries the chain.)
 func TestHandlerWriterCarriesTheChainAndUnwrapsToTheOriginal(t *testing.T) {
 	lim := newLimiter(t, nil, fixed(100, "m"))
-	var got http.ResponseWriter
-	h := nethttp.New(lim)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = w }))
 	rec := httptest.NewRecorder()
+	ran := false
+	// The writer is checked while the handler runs: it may not be used
+	// after the handler returns (and is reused then).
+	h := nethttp.New(lim)(http.HandlerFunc(func(got http.ResponseWriter, r *http.Request) {
+		ran = true
+		u, ok := got.(interface{ Unwrap() http.ResponseWriter })
+		if !ok || u.Unwrap() != http.ResponseWriter(rec) {
+			t.Errorf("handler got %T, want a writer that unwraps to the original", got)
+		}
+		if guard.FindChain(got) == nil {
+			t.Error("guard.FindChain found no chain in the handler's writer")
+		}
+	}))
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	u, ok := got.(interface{ Unwrap() http.ResponseWriter })
-	if !ok || u.Unwrap() != http.ResponseWriter(rec) {
-		t.Errorf("handler got %T, want a writer that unwraps to the original", got)
-	}
-	if guard.FindChain(got) == nil {
-		t.Error("guard.FindChain found no chain in the handler's writer")
+	if !ran {
+		t.Fatal("the handler did not run")
 	}
 }
 
@@ -404,5 +411,45 @@ func TestHostileRequests(t *testing.T) {
 				t.Errorf("status = %d, want %d", rec.Code, tt.want)
 			}
 		})
+	}
+}
+
+func TestReportCostHelpers(t *testing.T) {
+	for name, report := range map[string]func(r *http.Request) bool{
+		"ReportCost":       func(r *http.Request) bool { return nethttp.ReportCost(r, 40) },
+		"AddCost":          func(r *http.Request) bool { return nethttp.AddCost(r, 30) && nethttp.AddCost(r, 10) },
+		"guard.ReportCost": func(r *http.Request) bool { return guard.ReportCost(r.Context(), 40) },
+	} {
+		t.Run(name+" settles the request at the cost reported", func(t *testing.T) {
+			h := nethttp.New(newLimiter(t, nil, fixed(100, "m")), nethttp.WithReportedCost())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !report(r) {
+					t.Error("no cost slot in the handler's request")
+				}
+			}))
+			do(h, httptest.NewRequest("GET", "/", nil))
+			// The second request's headers, set before its handler, show
+			// the first settled at 40 and the second admitted at 1.
+			if got := do(h, httptest.NewRequest("GET", "/", nil)).Header().Get("RateLimit"); got != `"m";r=59;t=60` {
+				t.Errorf("RateLimit = %q, want r=59 (100 − 40 − 1)", got)
+			}
+		})
+	}
+	t.Run("without WithReportedCost the helpers report false", func(t *testing.T) {
+		h := nethttp.New(newLimiter(t, nil, fixed(100, "m")))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if nethttp.ReportCost(r, 1) || nethttp.AddCost(r, 1) {
+				t.Error("a cost slot without WithReportedCost")
+			}
+		}))
+		do(h, httptest.NewRequest("GET", "/", nil))
+	})
+}
+
+func TestLegacyResetOnTheGuardsClock(t *testing.T) {
+	clock := guardtest.NewClock(guardtest.Epoch)
+	h := nethttp.New(newLimiter(t, nil, fixed(10, "m")), nethttp.WithHeaders(guard.HeadersLegacy),
+		nethttp.WithLegacyReset(guard.ResetUnix), nethttp.WithClock(clock))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	want := fmt.Sprint(guardtest.Epoch.Unix() + 60) // the fixed window ends a minute after the epoch
+	if got := do(h, httptest.NewRequest("GET", "/", nil)).Header().Get(guard.HeaderXRateLimitReset); got != want {
+		t.Errorf("X-RateLimit-Reset = %q, want %s", got, want)
 	}
 }

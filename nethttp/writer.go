@@ -11,37 +11,34 @@ import (
 
 // writer is the guard.ChainWriter of a request and the
 // http.ResponseWriter the handler writes to, which records the status and
-// size and carries the request's chain to the middlewares further in. One
-// allocation per request serves all three, and holds the chain too.
+// size and carries the request's chain to the middlewares further in.
+// Writers are pooled (see writers): nothing refers to one once its
+// middleware returns, as net/http requires of a ResponseWriter ("may not
+// be used after [Handler.ServeHTTP] has returned"), and the values of the
+// headers the Guard sets are not kept in it (see guard.HeaderWriter).
 type writer struct {
 	w      http.ResponseWriter
 	chain  *guard.Chain // own, or that of a middleware around this one
 	own    guard.Chain
-	hv     [4]string // storage for the values of the headers the Guard sets
-	nhv    int
 	wrote  bool
 	status int
 	bytes  int64
 }
 
-var _ guard.ChainWriter = (*writer)(nil)
+var (
+	_ guard.ChainWriter  = (*writer)(nil)
+	_ guard.HeaderWriter = (*writer)(nil)
+)
 
 // Chain implements guard.ChainWriter, and lets guard.FindChain find the
 // chain from the writer the handler receives.
 func (x *writer) Chain() *guard.Chain { return x.chain }
 
 // SetHeader implements guard.Writer. name is canonical.
-func (x *writer) SetHeader(name, value string) {
-	h := x.w.Header()
-	if x.nhv < len(x.hv) {
-		i := x.nhv
-		x.nhv++
-		x.hv[i] = value
-		h[name] = x.hv[i : i+1 : i+1]
-		return
-	}
-	h[name] = []string{value}
-}
+func (x *writer) SetHeader(name, value string) { x.w.Header()[name] = []string{value} }
+
+// ResponseHeader implements guard.HeaderWriter.
+func (x *writer) ResponseHeader() http.Header { return x.w.Header() }
 
 // WriteResponse implements guard.Writer.
 func (x *writer) WriteResponse(status int, body []byte) error {

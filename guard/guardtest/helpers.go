@@ -1,6 +1,7 @@
 package guardtest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -73,3 +74,22 @@ func (d *Discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // WriteHeader implements http.ResponseWriter.
 func (d *Discard) WriteHeader(int) {}
+
+// BenchDecision measures lim's decision alone for key, cost 1: what a
+// middleware benchmark over lim spends beyond it is the middleware's and
+// its framework's. Run it beside the middleware, in the same benchmark,
+// so that both see the same machine.
+func BenchDecision(b *testing.B, lim *core.Limiter, key string) {
+	b.Helper()
+	ctx := context.Background()
+	if d, err := lim.AllowN(ctx, key, 1); err != nil || !d.Allowed {
+		b.Fatalf("AllowN(%q, 1) = %v, %v; want allowed", key, d.Allowed, err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := CPUTime()
+	for b.Loop() {
+		_, _ = lim.AllowN(ctx, key, 1)
+	}
+	ReportCPU(b, start)
+}
