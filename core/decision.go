@@ -71,8 +71,8 @@ type Decision struct {
 	// unit or more, and, unlike ResetAfter, never overstates the wait.
 	EffectiveWindow time.Duration
 	// Lease is, when an allowed Take acquired units on Concurrency limits,
-	// the acquisition's identifier: pass it to Limiter.Release when the
-	// work ends. It is 0 otherwise.
+	// the acquisition's identifier, opaque: pass it to Limiter.Release when
+	// the work ends. It is 0 otherwise.
 	Lease int64
 	// States holds every limit's state, in the order of the limits, when the
 	// operation covered more than one limit. For a single limit it is nil and

@@ -295,8 +295,11 @@ func (l *Limiter) Reset(ctx context.Context, key string) (Decision, error) {
 // Decision.Lease of the AllowN that acquired it): its units are in flight
 // no more. Releasing twice, or after the lease ran out, changes nothing;
 // other limits are left alone. The Decision reports the state after the
-// release, as Peek would. A lease of 0 or less is an error wrapping
-// ErrInvalidOp.
+// release, as Peek would. Units the Fallback store of the failure policy
+// acquired (Decision.Source FromFallback) are released there, wherever
+// the primary store is by then. A lease of 0 or less is an error wrapping
+// ErrInvalidOp: check Decision.Lease > 0 first (a Decision of FailOpen,
+// of cost 0 or without Concurrency limits has none).
 func (l *Limiter) Release(ctx context.Context, key string, lease int64) (Decision, error) {
 	return l.op(ctx, engine.Op{Key: key, Kind: engine.Release, Lease: lease}, nil)
 }
@@ -334,6 +337,9 @@ func (l *Limiter) op(ctx context.Context, op engine.Op, o *Observation) (Decisio
 func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit, o *Observation) (Decision, error) {
 	if l.clock != nil {
 		op.Now = l.clock.Now().UnixMicro()
+	}
+	if op.Kind == engine.Release && op.Lease&fallbackLease != 0 && l.policy.mode == failFallback {
+		return l.releaseOnFallback(ctx, op, limits, o)
 	}
 	if !l.inProcess {
 		return l.remote(ctx, op, limits, o)

@@ -80,7 +80,9 @@ type FallbackOption func(*FailurePolicy)
 // limit's Quota and Burst divided by n, rounded down, at least 1; names,
 // periods and algorithms unchanged. With n the number of instances sharing
 // the store, the fleet as a whole admits at most the limit while the
-// shared store is down (see FailurePolicy). n must be at least 1.
+// shared store is down (see FailurePolicy), except a limit below n, whose
+// share of 1 per instance lets the fleet admit up to n. n must be at
+// least 1.
 // Default: 1, every instance decides on the whole limit.
 func FleetSize(n int) FallbackOption {
 	return func(p *FailurePolicy) {
@@ -235,6 +237,28 @@ func (l *Limiter) fail(ctx context.Context, op engine.Op, limits []Limit, err er
 	return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
+// fallbackLease marks the Decision.Lease of units the Fallback store
+// acquired, so that Limiter.Release ends them there, where they are held,
+// however the primary store is doing by then. A store's leases are below
+// 2^53 (they are µs times), so the bit is never one of theirs.
+const fallbackLease = int64(1) << 62
+
+// releaseOnFallback releases, on the Fallback store, the units of a lease
+// it acquired (marked with fallbackLease).
+func (l *Limiter) releaseOnFallback(ctx context.Context, op engine.Op, limits []Limit, o *Observation) (Decision, error) {
+	op.Lease &^= fallbackLease
+	d, err := l.fallback(ctx, op, limits, errReleaseOnFallback, o)
+	if err == nil {
+		d.Lease = 0
+	}
+	return d, err
+}
+
+// errReleaseOnFallback is the cause a failing release on the Fallback
+// store reports beside the fallback's own error: the primary store was not
+// asked, since the units are not held there.
+var errReleaseOnFallback = errors.New("the units were acquired on the fallback store")
+
 // fallback decides op on the Fallback store, under its share of the limits.
 func (l *Limiter) fallback(ctx context.Context, op engine.Op, limits []Limit, err error, o *Observation) (Decision, error) {
 	fb := l.policy.fallback
@@ -261,6 +285,9 @@ func (l *Limiter) fallback(ctx context.Context, op engine.Op, limits []Limit, er
 	if ferr == nil {
 		d := decision(limits, op.Cost, &res)
 		d.Source = FromFallback
+		if d.Lease > 0 {
+			d.Lease |= fallbackLease
+		}
 		return d, nil
 	}
 	if !isFailure(ctx, ferr) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -453,4 +454,57 @@ func TestBreakerPerPart(t *testing.T) {
 	if s.callsA.Load() != 1 || s.callsB.Load() != 20 {
 		t.Errorf("part A called %d times (want 1: its breaker opened), part B %d times (want 20)", s.callsA.Load(), s.callsB.Load())
 	}
+}
+
+// Units in flight that the Fallback store acquired while the primary was
+// down are released on the Fallback, though the primary is back by then:
+// sent to the primary, the release would free nothing, and the units
+// would block the key at the next outage until their lease ran out.
+func TestUnitsTheFallbackAcquiredAreReleasedThere(t *testing.T) {
+	primary := newRemoteStore(t)
+	fallback := memstore.New(memstore.WithSweepInterval(0))
+	defer fallback.Close()
+	lim, err := core.New(primary, core.InFlight(1, time.Minute), core.WithFailurePolicy(core.Fallback(fallback)),
+		core.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	allow := func(want core.Source) core.Decision {
+		t.Helper()
+		d, err := lim.Allow(ctx, "k")
+		if err != nil || !d.Allowed || d.Source != want || d.Lease <= 0 {
+			t.Fatalf("Allow(k) = %+v, %v, want allowed from %v with a lease", d, err, want)
+		}
+		return d
+	}
+
+	primary.down.Store(true)
+	onFallback := allow(core.FromFallback)
+	primary.down.Store(false)
+	onPrimary := allow(core.FromStore)
+
+	calls := primary.calls.Load()
+	if _, err := lim.Release(ctx, "k", onFallback.Lease); err != nil {
+		t.Fatalf("Release of the fallback's lease: %v", err)
+	}
+	if n := primary.calls.Load() - calls; n != 0 {
+		t.Errorf("Release of the fallback's lease made %d calls to the primary store, want 0", n)
+	}
+	if _, err := lim.Release(ctx, "k", onPrimary.Lease); err != nil {
+		t.Fatalf("Release of the primary's lease: %v", err)
+	}
+	if n := primary.calls.Load() - calls; n != 1 {
+		t.Errorf("Release of the primary's lease made %d calls to the primary store, want 1", n)
+	}
+	if d, err := lim.Peek(ctx, "k"); err != nil || d.Remaining != 1 {
+		t.Errorf("Peek(k) on the primary = %+v, %v, want its unit back", d, err)
+	}
+
+	primary.down.Store(true) // the next outage: the fallback's unit is free again
+	d := allow(core.FromFallback)
+	if _, err := lim.Release(ctx, "k", d.Lease); err != nil {
+		t.Fatalf("Release during the outage: %v", err)
+	}
+	allow(core.FromFallback)
 }
