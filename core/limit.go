@@ -90,7 +90,10 @@ func PerDay(n int64) Limit { return Per(n, 24*time.Hour) }
 // InFlight returns a Concurrency limit: at most n units in flight at once,
 // an acquisition lasting until Limiter.Release or, at the latest, lease.
 // Choose lease longer than the slowest request you serve (a handler's
-// timeout, say): it only matters when a holder never releases.
+// timeout, say): it only matters when a holder never releases. A denial
+// by such a limit reports, as RetryAfter, the time until enough held
+// leases run out to free the denied cost: the worst case, since units
+// usually come back as soon as their requests end.
 func InFlight(n int64, lease time.Duration) Limit {
 	return Limit{Quota: n, Period: lease, Algorithm: Concurrency}
 }

@@ -157,7 +157,7 @@ func Example_inFlight() {
 	// README: in flight
 	lim, err := core.New(store, core.PerSecond(10), core.InFlight(3, time.Minute)) // 10/s and 3 at a time
 	d, err := lim.Allow(ctx, key)
-	if d.Allowed {
+	if d.Lease > 0 { // allowed, holding units (FailOpen admits holding none)
 		defer lim.Release(ctx, key, d.Lease) // idempotent; a lease is never issued twice on a key
 	}
 	// README: end

@@ -37,7 +37,7 @@ func DeniedStatus(d *guard.Denial) *status.Status {
 			unit = u
 		}
 		what = "the request costs " + strconv.FormatInt(d.Cost, 10) + " " + unit +
-			"; the policy admits at most " + strconv.FormatInt(d.Capacity, 10) + " at once, so it can never pass"
+			"; the policy admits at most " + strconv.FormatInt(d.Capacity, 10) + " in one request, so it can never pass"
 		msg = "rate limit exceeded: " + what
 	} else {
 		secs := int64(d.RetryAfter.Seconds())

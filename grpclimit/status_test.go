@@ -122,7 +122,7 @@ func TestDeniedStatus(t *testing.T) {
 			name: "a cost above capacity promises nothing, in its unit",
 			d: guard.Denial{Key: "secret-key", Cost: 10, Capacity: 5, Policies: []string{"tokens"},
 				Decision: core.Decision{Limit: core.PerMinute(5).WithUnit("tokens")}},
-			msg:    "rate limit exceeded: the request costs 10 tokens; the policy admits at most 5 at once, so it can never pass",
+			msg:    "rate limit exceeded: the request costs 10 tokens; the policy admits at most 5 in one request, so it can never pass",
 			quotas: []string{"tokens"},
 		},
 	} {

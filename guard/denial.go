@@ -103,7 +103,7 @@ func DefaultDeniedHandler(w Writer, _ keyfuncs.Request, d *Denial) error {
 //
 //	{"type":"https://github.com/tollgate/tollgate/blob/main/docs/problems.md#request-exceeds-capacity",
 //	"title":"Request Exceeds Capacity","status":429,
-//	"detail":"The request costs 10 units; the policy admits at most 5 at once, so it can never pass.",
+//	"detail":"The request costs 10 units; the policy admits at most 5 in one request, so it can never pass.",
 //	"cost":10,"capacity":5,"violated-policies":["5-per-1m"]}
 func (d *Denial) Problem() []byte {
 	b := make([]byte, 0, 256)
@@ -118,7 +118,7 @@ func (d *Denial) Problem() []byte {
 		b = append(b, unit...)
 		b = append(b, "; the policy admits at most "...)
 		b = strconv.AppendInt(b, d.Capacity, 10)
-		b = append(b, ` at once, so it can never pass.","cost":`...)
+		b = append(b, ` in one request, so it can never pass.","cost":`...)
 		b = strconv.AppendInt(b, d.Cost, 10)
 		b = append(b, `,"capacity":`...)
 		b = strconv.AppendInt(b, d.Capacity, 10)

@@ -303,7 +303,7 @@ func ProblemCapacity(cost, capacity int64, unit string, policies ...string) stri
 		unit = "units"
 	}
 	return `{"type":"https://github.com/tollgate/tollgate/blob/main/docs/problems.md#request-exceeds-capacity","title":"Request Exceeds Capacity","status":429,` +
-		fmt.Sprintf(`"detail":"The request costs %d %s; the policy admits at most %d at once, so it can never pass.","cost":%d,"capacity":%d,`, cost, unit, capacity, cost, capacity) +
+		fmt.Sprintf(`"detail":"The request costs %d %s; the policy admits at most %d in one request, so it can never pass.","cost":%d,"capacity":%d,`, cost, unit, capacity, cost, capacity) +
 		`"violated-policies":[` + quoteAll(policies) + `]}`
 }
 
