@@ -20,9 +20,10 @@ import (
 //
 //   - floor: a script of the same three commands as a decision (TIME, GET,
 //     SET with PX) and nothing else, the least any such script costs;
-//   - generic and specialized: apply.lua, and its copy specialized to the
-//     limits (fastpath.go), for one GCRA limit and for three limits (GCRA,
-//     sliding window, fixed window), as bench/ measures them.
+//   - generic and specialized: the script for limits of any layout, and
+//     its copy specialized to the limits (fastpath.go), for one GCRA limit
+//     and for three limits (GCRA, sliding window, fixed window), as bench/
+//     measures them.
 //
 // Pipelined, the server's time is the script's, not the round trips'. Run
 // it with a server of its own (it calls CONFIG RESETSTAT):

@@ -11,7 +11,7 @@ import (
 // sure of that:
 //
 //   - The script carries its caller's deadline, in the server's clock, and
-//     changes nothing when it runs past it (apply.lua replies EXPIRED): a
+//     changes nothing when it runs past it (the script replies EXPIRED): a
 //     command that waited out a stall in the server's socket is refused
 //     when the server resumes.
 //   - A script that ran before the deadline may still reply after it. The

@@ -17,11 +17,11 @@
 //
 // # Model
 //
-// Every Apply is one Lua script (apply.lua, embedded), run with EVALSHA and
-// with EVAL when the server has lost it (a restart, SCRIPT FLUSH): one
-// round trip and one atomic step whatever the number of limits, so several
-// limits of mixed algorithms are decided all or nothing, and no two
-// decisions on a key interleave, whichever process makes them. The script
+// Every Apply is one Lua script, run with EVALSHA and with EVAL when the
+// server has lost it (a restart, SCRIPT FLUSH): one round trip and one
+// atomic step whatever the number of limits, so several limits of mixed
+// algorithms are decided all or nothing, and no two decisions on a key
+// interleave, whichever process makes them. The script
 // is a port of engine.Step: the limits' numbers come from engine.Compile
 // (the same time unit, capacity and layout identity as Step's), states are
 // the same core.State values, and all arithmetic is on integers within
@@ -41,9 +41,11 @@
 // set of up to 8 limits without logs (up to 64 sets per Store), the store
 // runs a copy of the script specialized to them: the fast path written out
 // with the limits' numbers as literals, which halves the server's time per
-// limit.
-// Each such copy is one more script in the server's cache (12 to 18 KB of
-// text); processes with the same limits and margin share it.
+// limit. Each such copy is one more script in the server's cache (15 KB of
+// text for one limit to 22 KB for eight); processes with the same limits
+// and margin share it. Both kinds come from one source, apply.lua.tmpl (a
+// text/template, rendered in fastpath.go), where the specialized fast path
+// stands beside the generic one it writes out.
 //
 // # Keys
 //

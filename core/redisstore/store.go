@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -22,9 +21,6 @@ import (
 	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/internal/ratelog"
 )
-
-//go:embed apply.lua
-var applyLua string
 
 // Client is the part of a go-redis client the store uses. *redis.Client,
 // *redis.ClusterClient, *redis.Ring and the client of
@@ -269,7 +265,7 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 }
 
 // command returns the script for op, and its KEYS and ARGV (see
-// apply.lua). op is valid. ARGV[4] (args[3]) is the longest life of the
+// apply.lua.tmpl). op is valid. ARGV[4] (args[3]) is the longest life of the
 // operation's record, or 0 for none, and ARGV[5] (args[4]) the deadline, 0:
 // stamp sets them for the context the call is sent under.
 func (s *Store) command(op *engine.Op) (sc *script, keys []string, args []any) {
@@ -372,7 +368,7 @@ func (s *Store) prepare(plan *engine.Plan) *prepared {
 	return plan.SetValue(s, pp).(*prepared)
 }
 
-// formatParams formats ARGV[6] (see apply.lua): little-endian doubles, which
+// formatParams formats ARGV[6] (see apply.lua.tmpl): little-endian doubles, which
 // hold every parameter exactly (each is below 2^53), and reports whether
 // some limit keeps a log.
 func formatParams(limits []engine.Limit, margin int64) (string, bool) {
