@@ -33,7 +33,7 @@ func newScript(src string) *script {
 // time per decision beyond its three commands (BENCHMARKS.md). The general
 // path, which runs when the fast one does not apply, is the generic
 // script's but for its parameters, written into the script (which is then
-// run without ARGV[6]): a specialized script decides exactly as the
+// run without ARGV[8]): a specialized script decides exactly as the
 // generic one, as the storetest suite and the differential test against
 // memstore check for both.
 //
@@ -68,7 +68,8 @@ type scriptData struct {
 	RecordBytes  int    // 32 per limit: the length of the key's state
 	RecordFormat string // the struct format of the key's state
 	Margin       int64  // the TTL margin, ms
-	Params       string // ARGV[6] as a Lua string literal's body
+	Params       string // ARGV[8] as a Lua string literal's body
+	ReceiptLife  int64  // how long a receipt outlives its operation's deadline, µs
 }
 
 // A fastLimit is one limit of a specialized script: the numbers its steps
@@ -101,6 +102,7 @@ type fastLimit struct {
 
 // render renders apply.lua.tmpl with d.
 func render(d scriptData) string {
+	d.ReceiptLife = receiptLife.Microseconds()
 	var b strings.Builder
 	if err := applyTmpl.Execute(&b, d); err != nil {
 		panic("redisstore: apply.lua.tmpl: " + err.Error()) // a bug of the template, which every test renders
@@ -108,10 +110,10 @@ func render(d scriptData) string {
 	return b.String()
 }
 
-// specialize returns the script for limits (valid), whose parameters (ARGV[6])
+// specialize returns the script for limits (valid), whose parameters (ARGV[8])
 // are params with the TTL margin marginMS, or nil when the generic script is
 // as fast: some limit has a log, or there are too many. The script is run
-// without ARGV[6].
+// without ARGV[8].
 func specialize(ps []engine.Limit, params string, marginMS int64) *script {
 	if len(ps) == 0 || len(ps) > maxFastLimits {
 		return nil
