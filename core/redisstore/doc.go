@@ -131,13 +131,12 @@
 //
 // Apply returns by its context's deadline (core.Limiter's per-call timeout
 // sets it), whatever Redis does, and the Limiter then answers with its
-// failure policy, as if the operation had not happened; the store makes
-// sure it did not. A call sent by a store's goroutine (a batching worker,
-// or one per call with batching off) returns as soon as its context ends,
-// and the command goes on without the caller; a call sent inline (see
-// Batching) reads its own reply, and sees a cancellation of its context
-// only when the reply comes or the deadline passes.
-//
+// failure policy, as if the operation had not happened. A call sent by a
+// store's goroutine (a batching worker, or one per call with batching off)
+// returns as soon as its context ends, and the command goes on without the
+// caller; a call sent inline (see Batching) reads its own reply, and sees a
+// cancellation of its context only when the reply comes or the deadline
+// passes. Either way the store makes sure the operation did not happen:
 //
 //   - The script carries the caller's deadline, converted to the server's
 //     clock, and changes nothing when it runs past it (it replies EXPIRED,
@@ -162,10 +161,10 @@
 //
 // So the key's state is what the answered decisions say, unless a reply
 // is delayed more than a second past its caller's deadline after its
-// script ran (it is then lost with its connection; for a call sent inline,
-// unless the store's look for its receipt is), or the store has not yet
-// seen a reply (its first calls carry no deadline, are never sent inline,
-// and rely on the undoing alone).
+// script ran (it is then lost with its connection), a call sent inline
+// whose reply was lost cannot look for its receipt within a second past
+// its deadline, or the store has not yet seen a reply (its first calls
+// carry no deadline, are never sent inline, and rely on the undoing alone).
 //
 // # Cluster, Ring, Sentinel
 //
