@@ -23,7 +23,10 @@ import (
 //   - generic and specialized: the script for limits of any layout, and
 //     its copy specialized to the limits (fastpath.go), for one GCRA limit
 //     and for three limits (GCRA, sliding window, fixed window), as bench/
-//     measures them.
+//     measures them;
+//   - specialized/…/receipt: the same, as a call sent inline sends it, with
+//     a deadline and its lane and number: each Take leaves a receipt in its
+//     key (inline.go).
 //
 // Pipelined, the server's time is the script's, not the round trips'. Run
 // it with a server of its own (it calls CONFIG RESETSTAT):
@@ -41,13 +44,16 @@ return v`)
 	for _, tc := range []struct {
 		name    string
 		limits  []core.Limit
-		scripts int // the store's maxScripts
+		scripts int  // the store's maxScripts
+		receipt bool // as sent inline: with a deadline, leaving a receipt
 	}{
-		{"floor", nil, 0},
-		{"generic/limits=1", one, 0},
-		{"specialized/limits=1", one, maxScripts},
-		{"generic/limits=3", three, 0},
-		{"specialized/limits=3", three, maxScripts},
+		{"floor", nil, 0, false},
+		{"generic/limits=1", one, 0, false},
+		{"specialized/limits=1", one, maxScripts, false},
+		{"specialized/limits=1/receipt", one, maxScripts, true},
+		{"generic/limits=3", three, 0, false},
+		{"specialized/limits=3", three, maxScripts, false},
+		{"specialized/limits=3/receipt", three, maxScripts, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := newStore(b, c, WithBatching(0, 0))
@@ -59,6 +65,9 @@ return v`)
 					return
 				}
 				sc, keys, args := s.command(&engine.Op{Plan: planOf("", tc.limits...), Kind: engine.Take, Key: key, Cost: 1})
+				if tc.receipt { // a deadline an hour away (the server shares this clock), lane 1
+					args[4], args[5], args[6] = time.Now().Add(time.Hour).UnixMicro(), int64(1), int64(i+1)
+				}
 				p.EvalSha(ctx, sc.sha, keys, args...)
 			}
 			run := func(from, n int) {
