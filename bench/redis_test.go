@@ -151,6 +151,82 @@ func BenchmarkRedis(b *testing.B) {
 	}
 }
 
+// BenchmarkRedisLone compares a lone caller's time per decision across the
+// libraries of BenchmarkRedis under the same load: it runs them in turn,
+// one block of 50 decisions each, in one process, so that a burst of other
+// work on a shared machine falls on all of them alike (BenchmarkRedis runs
+// each for a second in turn, and the load moves more between its cases
+// than the libraries differ). Each lib=… case and tollgate over three
+// limits (three) gets its median time per decision (p50-µs-<lib>); the
+// ratios of medians are × redis_rate and × PING in decisions per second.
+// An op is one block of each library in turn (400 decisions).
+//
+//	go test -run '^$' -bench RedisLone -benchtime 40x -count 5 .
+func BenchmarkRedisLone(b *testing.B) {
+	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {
+			b.Fatal("TOLLGATE_REDIS_ADDR is not set and TOLLGATE_REQUIRE_REDIS=1")
+		}
+		b.Skip("TOLLGATE_REDIS_ADDR is not set")
+	}
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "bench-" + strconv.Itoa(i)
+	}
+	type runner struct {
+		name   string
+		decide func(context.Context, string) error
+		lat    []time.Duration
+	}
+	var libs []*runner
+	ctx := context.Background()
+	add := func(name string, lib redisLib, three bool) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: !lib.handoff})
+		b.Cleanup(func() { rdb.Close() })
+		r := &runner{name: name, decide: lib.new(b, rdb, three)}
+		for _, k := range keys { // create the keys: measure existing ones
+			if err := r.decide(ctx, k); err != nil {
+				b.Fatal(err)
+			}
+		}
+		libs = append(libs, r)
+	}
+	for _, lib := range redisLibs {
+		add(lib.name, lib, false)
+		if lib.name == "tollgate" {
+			add("three", lib, true)
+		}
+	}
+	const block = 50
+	var errs int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, r := range libs {
+			for j := range block {
+				k := keys[(i*block+j)%len(keys)]
+				start := time.Now()
+				if err := r.decide(ctx, k); err != nil {
+					errs++
+				}
+				r.lat = append(r.lat, time.Since(start))
+			}
+		}
+	}
+	b.StopTimer()
+	p50 := map[string]float64{}
+	for _, r := range libs {
+		slices.Sort(r.lat)
+		p50[r.name] = float64(r.lat[len(r.lat)/2]) / 1e3
+		b.ReportMetric(p50[r.name], "p50-µs-"+r.name)
+	}
+	b.ReportMetric(p50["redis_rate"]/p50["tollgate"], "×redis_rate")
+	b.ReportMetric(p50["ping"]/p50["tollgate"], "×ping")
+	b.ReportMetric(p50["tollgate"]/p50["three"], "three×one")
+	b.ReportMetric(float64(errs), "errors")
+	b.ReportMetric(float64(b.N*block*len(libs)), "decisions")
+}
+
 // A redisLib sets up one library on rdb for one case; decide makes one
 // decision and fails on an error or a denial (every case allows all).
 type redisLib struct {
