@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,6 +226,96 @@ func BenchmarkRedisLone(b *testing.B) {
 	b.ReportMetric(p50["tollgate"]/p50["three"], "three×one")
 	b.ReportMetric(float64(errs), "errors")
 	b.ReportMetric(float64(b.N*block*len(libs)), "decisions")
+}
+
+// BenchmarkRedis64 compares 64 concurrent callers' decisions per second
+// across libraries under the same load, as BenchmarkRedisLone does for a
+// lone caller: in one process, the libraries take turns, each making 2000
+// decisions from 64 goroutines per turn, and each gets the median of its
+// turns' decisions per second (dps-<lib>), with the ratios of those
+// medians. The libraries are BenchmarkRedis's (less tollgate-unbatched),
+// and three: the default over three limits. An op is one turn of each
+// library.
+//
+//	go test -run '^$' -bench Redis64 -benchtime 20x -count 5 .
+func BenchmarkRedis64(b *testing.B) {
+	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {
+			b.Fatal("TOLLGATE_REDIS_ADDR is not set and TOLLGATE_REQUIRE_REDIS=1")
+		}
+		b.Skip("TOLLGATE_REDIS_ADDR is not set")
+	}
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "bench-" + strconv.Itoa(i)
+	}
+	type runner struct {
+		name   string
+		decide func(context.Context, string) error
+		dps    []float64
+	}
+	var libs []*runner
+	ctx := context.Background()
+	add := func(name string, lib redisLib, three bool) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: !lib.handoff})
+		b.Cleanup(func() { rdb.Close() })
+		r := &runner{name: name, decide: lib.new(b, rdb, three)}
+		for _, k := range keys { // create the keys: measure existing ones
+			if err := r.decide(ctx, k); err != nil {
+				b.Fatal(err)
+			}
+		}
+		libs = append(libs, r)
+	}
+	for _, lib := range redisLibs {
+		switch lib.name {
+		case "tollgate-unbatched":
+			continue
+		case "tollgate":
+			add("tollgate", lib, false)
+			add("three", lib, true)
+		default:
+			add(lib.name, lib, false)
+		}
+	}
+	const callers, turn = 64, 2000
+	var errs atomic.Int64
+	b.ResetTimer()
+	for range b.N {
+		for _, r := range libs {
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			start := time.Now()
+			for range callers {
+				wg.Go(func() {
+					for {
+						i := next.Add(1)
+						if i > turn {
+							return
+						}
+						if err := r.decide(ctx, keys[i%int64(len(keys))]); err != nil {
+							errs.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			r.dps = append(r.dps, turn/time.Since(start).Seconds())
+		}
+	}
+	b.StopTimer()
+	dps := map[string]float64{}
+	for _, r := range libs {
+		slices.Sort(r.dps)
+		dps[r.name] = r.dps[len(r.dps)/2]
+		b.ReportMetric(dps[r.name], "dps-"+r.name)
+	}
+	b.ReportMetric(dps["tollgate"]/dps["redis_rate"], "×redis_rate")
+	b.ReportMetric(dps["tollgate"]/dps["ping"], "×ping")
+	b.ReportMetric(dps["three"]/dps["tollgate"], "three×one")
+	b.ReportMetric(dps["tollgate"]/dps["tollgate-handoff"], "×handoff")
+	b.ReportMetric(float64(errs.Load()), "errors")
 }
 
 // A redisLib sets up one library on rdb for one case; decide makes one
