@@ -32,14 +32,16 @@ type call struct {
 	keys   []string
 	args   []any
 	op     engine.Op
+	leased bool               // the plan has a Concurrency limit: a Take may acquire a lease
 	ctx    context.Context    // what the call runs under (see bind)
 	cancel context.CancelFunc // ctx's, or nil
 	done   chan result        // buffered: a sender never blocks
 	state  atomic.Uint32
+	lane   *lane // the lane that counts the call in flight (Apply's calls; see leave)
 
 	once   sendOnce
 	keyBuf [2]string
-	argBuf [6]any
+	argBuf [8]any
 }
 
 // States of a call.
@@ -101,11 +103,22 @@ func (c *call) wait(ctx context.Context) (any, error) {
 	}
 }
 
+// leave ends the count of c among its lane's calls in flight, if it is
+// counted there. It runs once the call is done with: answered, dropped, or
+// for a call its caller sent itself, once its lost reply is recovered.
+func (c *call) leave() {
+	if c.lane != nil {
+		c.lane.inflight.Add(-1)
+		c.lane = nil
+	}
+}
+
 // finish answers c with its reply, or, if its caller has left, hands the
 // reply to the store to undo what it did, and reports whether the caller
 // was answered.
 func (s *Store) finish(c *call, v any, err error) bool {
 	c.unbind()
+	c.leave()
 	if c.state.CompareAndSwap(pending, answered) {
 		c.done <- result{v: v, err: err}
 		return true
@@ -151,9 +164,11 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	case b.queue <- c:
 	case <-ctx.Done(): // not sent: the queue is full (a stalled server)
 		c.unbind()
+		c.leave()
 		return nil, ctx.Err()
 	case <-b.stop:
 		c.unbind()
+		c.leave()
 		return nil, core.ErrClosed
 	}
 	return c.wait(ctx) // Close answers what it stops with ErrClosed
@@ -226,16 +241,38 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 		ctx, cancel = context.WithDeadline(ctx, latest.Add(lateGrace))
 		defer cancel()
 	}
-	for _, c := range live {
+	res := s.exec(ctx, client, addr, live)
+	for i, c := range live {
+		v, err := res[i].v, res[i].err
+		if errors.Is(err, context.Canceled) && base.Err() != nil {
+			err = core.ErrClosed
+		}
+		if !s.finish(c, v, err) && err != nil && !errors.Is(err, core.ErrClosed) && !isContextErr(err) {
+			// The caller gave up (its timeout answered by the failure
+			// policy, seen as a deadline): this is the real cause.
+			s.event(c.ctx, core.EventStoreFailure, addr, 1, err)
+		}
+	}
+}
+
+// exec runs calls in one pipeline with client under ctx, each stamped for
+// the context it runs under (call.ctx), and returns their replies or
+// errors, in order. Where the server lost the script it loads it and sends
+// the calls again; what a Cluster's node refused unrun it sends again
+// through the store's client, which follows the redirects. A failure to
+// get a reply from client's node starts topology reloads (nodes.go). addr
+// names the node of client, for events.
+func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*call) []result {
+	for _, c := range calls {
 		s.stamp(c)
 	}
-	cmds := make([]*redis.Cmd, len(live))
+	cmds := make([]*redis.Cmd, len(calls))
 	pipe := client.Pipeline()
-	for i, c := range live {
+	for i, c := range calls {
 		cmds[i] = pipe.EvalSha(ctx, c.script.sha, c.keys, c.args...)
 		c.once.cmd.Store(cmds[i])
 	}
-	wait := s.waitFor(pipe, ctx, live)
+	wait := s.waitFor(pipe, ctx, calls)
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var reload, redirect []int
 	for i, cmd := range cmds {
@@ -249,11 +286,11 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 	if len(reload) > 0 { // the server lost the script: EVAL loads it again
 		pipe = client.Pipeline()
 		for _, i := range reload {
-			rearm(live[i].args)
-			cmds[i] = pipe.Eval(ctx, live[i].script.src, live[i].keys, live[i].args...)
-			live[i].once.cmd.Store(cmds[i])
+			rearm(calls[i].args)
+			cmds[i] = pipe.Eval(ctx, calls[i].script.src, calls[i].keys, calls[i].args...)
+			calls[i].once.cmd.Store(cmds[i])
 		}
-		if w := s.waitFor(pipe, ctx, live); w != nil { // the EVALs come after the first WAIT
+		if w := s.waitFor(pipe, ctx, calls); w != nil { // the EVALs come after the first WAIT
 			wait = w
 		}
 		_, _ = pipe.Exec(ctx)
@@ -272,40 +309,35 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 		s.event(context.Background(), core.EventRedirect, addr, int64(len(redirect)), nil)
 		pipe = s.client.Pipeline()
 		for _, i := range redirect {
-			rearm(live[i].args)
-			cmds[i] = pipe.EvalSha(ctx, live[i].script.sha, live[i].keys, live[i].args...)
-			live[i].once.cmd.Store(cmds[i])
+			rearm(calls[i].args)
+			cmds[i] = pipe.EvalSha(ctx, calls[i].script.sha, calls[i].keys, calls[i].args...)
+			calls[i].once.cmd.Store(cmds[i])
 		}
 		_, _ = pipe.Exec(ctx)
 		for _, i := range redirect {
 			if isNoScript(cmds[i].Err()) {
-				cmds[i] = s.evalOne(ctx, live[i])
+				cmds[i] = s.evalOne(ctx, calls[i])
 				s.event(context.Background(), core.EventScriptLoad, "", 1, nil)
 			}
 		}
 		s.lanes.cluster.ReloadState(ctx)
 		s.event(context.Background(), core.EventTopologyReload, "", 1, nil)
 	}
+	res := make([]result, len(calls))
 	var failed bool
-	for i, c := range live {
+	for i, c := range calls {
 		v, err := cmds[i].Result()
 		s.clock.observe(v)
 		if err == nil && wait != nil && c.op.Kind != engine.Peek && !s.replicated(wait, redirect, i) {
 			err = ErrNotReplicated
 		}
-		if errors.Is(err, context.Canceled) && base.Err() != nil {
-			err = core.ErrClosed
-		}
 		failed = failed || transport(err)
-		if !s.finish(c, v, err) && err != nil && !errors.Is(err, core.ErrClosed) && !isContextErr(err) {
-			// The caller gave up (its timeout answered by the failure
-			// policy, seen as a deadline): this is the real cause.
-			s.event(c.ctx, core.EventStoreFailure, addr, 1, err)
-		}
+		res[i] = result{v, err}
 	}
 	if failed {
 		s.lanes.failed(client)
 	}
+	return res
 }
 
 // evalOne runs c's script with EVAL (loading it) through the store's own

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,9 +21,13 @@ import (
 //
 //   - floor: a script of the same three commands as a decision (TIME, GET,
 //     SET with PX) and nothing else, the least any such script costs;
-//   - generic and specialized: apply.lua, and its copy specialized to the
-//     limits (fastpath.go), for one GCRA limit and for three limits (GCRA,
-//     sliding window, fixed window), as bench/ measures them.
+//   - generic and specialized: the script for limits of any layout, and
+//     its copy specialized to the limits (fastpath.go), for one GCRA limit
+//     and for three limits (GCRA, sliding window, fixed window), as bench/
+//     measures them;
+//   - specialized/…/receipt: the same, as a call sent inline sends it, with
+//     a deadline and its lane and number: each Take leaves a receipt in its
+//     key (inline.go).
 //
 // Pipelined, the server's time is the script's, not the round trips'. Run
 // it with a server of its own (it calls CONFIG RESETSTAT):
@@ -40,13 +45,16 @@ return v`)
 	for _, tc := range []struct {
 		name    string
 		limits  []core.Limit
-		scripts int // the store's maxScripts
+		scripts int  // the store's maxScripts
+		receipt bool // as sent inline: with a deadline, leaving a receipt
 	}{
-		{"floor", nil, 0},
-		{"generic/limits=1", one, 0},
-		{"specialized/limits=1", one, maxScripts},
-		{"generic/limits=3", three, 0},
-		{"specialized/limits=3", three, maxScripts},
+		{"floor", nil, 0, false},
+		{"generic/limits=1", one, 0, false},
+		{"specialized/limits=1", one, maxScripts, false},
+		{"specialized/limits=1/receipt", one, maxScripts, true},
+		{"generic/limits=3", three, 0, false},
+		{"specialized/limits=3", three, maxScripts, false},
+		{"specialized/limits=3/receipt", three, maxScripts, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := newStore(b, c, WithBatching(0, 0))
@@ -58,6 +66,9 @@ return v`)
 					return
 				}
 				sc, keys, args := s.command(&engine.Op{Plan: planOf("", tc.limits...), Kind: engine.Take, Key: key, Cost: 1})
+				if tc.receipt { // a deadline an hour away (the server shares this clock), lane 1
+					args[4], args[5], args[6] = time.Now().Add(time.Hour).UnixMicro(), int64(1), int64(i+1)
+				}
 				p.EvalSha(ctx, sc.sha, keys, args...)
 			}
 			run := func(from, n int) {
@@ -162,5 +173,92 @@ func BenchmarkWait(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 			})
 		}
+	}
+}
+
+// BenchmarkLoneCaller splits a lone caller's time per decision (the median,
+// p50-<part>, in µs) into its parts, in turn in one process, one block of
+// 50 calls each, so that the load of a shared machine falls on each alike:
+//
+//   - ping: one PING, the least a round trip costs;
+//   - evalsha: the Take's script for one GCRA limit (specialized), sent
+//     with go-redis's EvalSha, with no store code around it;
+//   - pipe1: the same in a pipeline of one, as the store sends it;
+//   - apply: Store.Apply of the Take, sent inline;
+//   - limiter: core.Limiter.Allow over the store, its default options.
+//
+// Each call but the Limiter's has a 100 ms timeout, as the Limiter gives.
+//
+//	TOLLGATE_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench LoneCaller -benchtime 40x -count 5 .
+func BenchmarkLoneCaller(b *testing.B) {
+	c := newClient(b)
+	one := core.Per(1e6, time.Second).WithAlgorithm(core.GCRA)
+	plan := planOf("", one)
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+	}
+	s := newStore(b, c)
+	lim, err := core.New(s, one)
+	if err != nil {
+		b.Fatal(err)
+	}
+	take := func(k string) (*script, []string, []any) {
+		return s.command(&engine.Op{Plan: plan, Kind: engine.Take, Key: k, Cost: 1})
+	}
+	parts := []struct {
+		name string
+		f    func(ctx context.Context, k string) error
+	}{
+		{"ping", func(ctx context.Context, _ string) error { return c.Ping(ctx).Err() }},
+		{"evalsha", func(ctx context.Context, k string) error {
+			sc, keys, args := take(k)
+			return c.EvalSha(ctx, sc.sha, keys, args...).Err()
+		}},
+		{"pipe1", func(ctx context.Context, k string) error {
+			sc, keys, args := take(k)
+			p := c.Pipeline()
+			cmd := p.EvalSha(ctx, sc.sha, keys, args...)
+			_, _ = p.Exec(ctx)
+			return cmd.Err()
+		}},
+		{"apply", func(ctx context.Context, k string) error {
+			_, err := s.Apply(ctx, engine.Op{Plan: plan, Kind: engine.Take, Key: k, Cost: 1})
+			return err
+		}},
+		{"limiter", func(_ context.Context, k string) error {
+			_, err := lim.Allow(context.Background(), k)
+			return err
+		}},
+	}
+	call := func(f func(context.Context, string) error, k string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		return f(ctx, k)
+	}
+	for _, p := range parts { // the keys exist, the script is loaded
+		for _, k := range keys {
+			if err := call(p.f, k); err != nil {
+				b.Fatalf("%s: %v", p.name, err)
+			}
+		}
+	}
+	lat := make([][]time.Duration, len(parts))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for n, p := range parts {
+			for j := range 50 {
+				start := time.Now()
+				if err := call(p.f, keys[(i*50+j)%len(keys)]); err != nil {
+					b.Fatalf("%s: %v", p.name, err)
+				}
+				lat[n] = append(lat[n], time.Since(start))
+			}
+		}
+	}
+	b.StopTimer()
+	for n, p := range parts {
+		slices.Sort(lat[n])
+		b.ReportMetric(float64(lat[n][len(lat[n])/2])/1e3, "p50-"+p.name)
 	}
 }

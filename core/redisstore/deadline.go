@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,7 +12,7 @@ import (
 // sure of that:
 //
 //   - The script carries its caller's deadline, in the server's clock, and
-//     changes nothing when it runs past it (apply.lua replies EXPIRED): a
+//     changes nothing when it runs past it (the script replies EXPIRED): a
 //     command that waited out a stall in the server's socket is refused
 //     when the server resumes.
 //   - A script that ran before the deadline may still reply after it. The
@@ -41,6 +42,8 @@ type serverClock struct {
 	prev int64 // in the second before
 	sec  int64 // the current second: client µs / 1e6
 	seen int64 // client µs of the last sample; 0: none
+
+	ready atomic.Bool // seen is not 0
 }
 
 // driftAllowance is how many µs per second an old offset is lowered by.
@@ -50,6 +53,10 @@ func newServerClock() *serverClock { return &serverClock{base: time.Now()} }
 
 // since returns t in client µs (monotonic, from t's monotonic reading).
 func (k *serverClock) since(t time.Time) int64 { return int64(t.Sub(k.base) / time.Microsecond) }
+
+// known reports whether a reply has taught the offset yet: deadline
+// returns 0 until it has.
+func (k *serverClock) known() bool { return k.ready.Load() }
 
 // observe records the server time carried by reply v, read now.
 func (k *serverClock) observe(v any) {
@@ -75,6 +82,7 @@ func (k *serverClock) observe(v any) {
 	}
 	k.sec, k.seen = max(k.sec, sec), now
 	k.mu.Unlock()
+	k.ready.Store(true)
 }
 
 // deadline returns d in the server's clock (Unix µs), no later than the

@@ -17,11 +17,11 @@
 //
 // # Model
 //
-// Every Apply is one Lua script (apply.lua, embedded), run with EVALSHA and
-// with EVAL when the server has lost it (a restart, SCRIPT FLUSH): one
-// round trip and one atomic step whatever the number of limits, so several
-// limits of mixed algorithms are decided all or nothing, and no two
-// decisions on a key interleave, whichever process makes them. The script
+// Every Apply is one Lua script, run with EVALSHA and with EVAL when the
+// server has lost it (a restart, SCRIPT FLUSH): one round trip and one
+// atomic step whatever the number of limits, so several limits of mixed
+// algorithms are decided all or nothing, and no two decisions on a key
+// interleave, whichever process makes them. The script
 // is a port of engine.Step: the limits' numbers come from engine.Compile
 // (the same time unit, capacity and layout identity as Step's), states are
 // the same core.State values, and all arithmetic is on integers within
@@ -41,9 +41,11 @@
 // set of up to 8 limits without logs (up to 64 sets per Store), the store
 // runs a copy of the script specialized to them: the fast path written out
 // with the limits' numbers as literals, which halves the server's time per
-// limit.
-// Each such copy is one more script in the server's cache (12 to 18 KB of
-// text); processes with the same limits and margin share it.
+// limit. Each such copy is one more script in the server's cache (15 KB of
+// text for one limit to 22 KB for eight); processes with the same limits
+// and margin share it. Both kinds come from one source, apply.lua.tmpl (a
+// text/template, rendered in fastpath.go), where the specialized fast path
+// stands beside the generic one it writes out.
 //
 // # Keys
 //
@@ -51,7 +53,8 @@
 // scope (engine.Plan.Scope, a Limiter's name):
 //
 //	p{t}               the states of k: a 32-byte record per limit layout
-//	                   (engine.Limit.Ident), at most 16, last operation's first
+//	                   (engine.Limit.Ident), at most 16, last operation's first,
+//	                   then up to 16 receipts of calls sent inline (below)
 //	p{t}:<ident>:<n>   the log of a SlidingLog or BucketedWindow limit: a list
 //	p{t}:op:<id>       with WithOpTTL, the reply of a state-changing operation (below)
 //
@@ -70,12 +73,14 @@
 //
 // Every key carries a TTL: the time until its limits are fully replenished
 // (as the decision's ResetAfter reports it), rounded up to milliseconds,
-// plus a margin (WithMargin, default 1s). A key whose every limit is fully
-// replenished is deleted at once, as memstore does; a Peek or a denied
-// request writes only what the passing of time changed. So no key outlives
-// its last use by more than its longest limit's replenishment plus the
-// margin; operation records live until the call's deadline and 200 ms more,
-// at most WithOpTTL.
+// plus a margin (WithMargin, default 1s), or until the receipts it holds
+// expire (1.2s past their calls' deadlines), whichever is later. A key
+// whose every limit is fully replenished and which holds no receipt is
+// deleted at once, as memstore does; a Peek or a denied request writes
+// only what the passing of time changed. So no key outlives its last use
+// by more than its longest limit's replenishment plus the margin, or its
+// last call's deadline and 1.2s; operation records live until the call's
+// deadline and 200 ms more, at most WithOpTTL.
 //
 // # Time
 //
@@ -124,11 +129,14 @@
 //
 // # Timeouts and deadlines
 //
-// Apply returns when its context ends (core.Limiter's per-call timeout
-// sets it), whatever Redis does: the command goes on without the caller,
-// from a goroutine of the store's (a batching worker, or one per call
-// with batching off). The Limiter then answers with its failure policy, as
-// if the operation had not happened, and the store makes sure it did not:
+// Apply returns by its context's deadline (core.Limiter's per-call timeout
+// sets it), whatever Redis does, and the Limiter then answers with its
+// failure policy, as if the operation had not happened. A call sent by a
+// store's goroutine (a batching worker, or one per call with batching off)
+// returns as soon as its context ends, and the command goes on without the
+// caller; a call sent inline (see Batching) reads its own reply, and sees a
+// cancellation of its context only when the reply comes or the deadline
+// passes. Either way the store makes sure the operation did not happen:
 //
 //   - The script carries the caller's deadline, converted to the server's
 //     clock, and changes nothing when it runs past it (it replies EXPIRED,
@@ -144,12 +152,19 @@
 //     undone). For GCRA, TokenBucket and LeakyBucket the undoing is exact;
 //     for the window algorithms, exact when it lands in the window the
 //     operation ran in.
+//   - A call sent inline loses such a reply with its connection. Its
+//     operation leaves a receipt in the key when it changes usage (the
+//     call's lane and number, for up to 1.2s past the deadline); once the
+//     deadline has passed in the server's clock, the store looks for the
+//     receipt and, found, undoes the operation as above. With WithOpTTL it
+//     sends the operation again instead, and its record replies.
 //
 // So the key's state is what the answered decisions say, unless a reply
 // is delayed more than a second past its caller's deadline after its
-// script ran (it is then lost with its connection), or the store has not
-// yet seen a reply (its first calls carry no deadline, and rely on the
-// undoing alone).
+// script ran (it is then lost with its connection), a call sent inline
+// whose reply was lost cannot look for its receipt within a second past
+// its deadline, or the store has not yet seen a reply (its first calls
+// carry no deadline, are never sent inline, and rely on the undoing alone).
 //
 // # Cluster, Ring, Sentinel
 //
@@ -190,17 +205,29 @@
 //
 // # Batching
 //
+// A call that finds nothing else in flight on its node's lane is sent
+// inline: by its caller, in its own goroutine, under its own context. A
+// hand-off to another goroutine and back costs a lone caller about half a
+// loopback round trip (two goroutine wake-ups), and a lone caller has
+// nothing to share a pipeline with. Only calls that queue behind one in
+// flight go to the workers below. A call is sent inline when its context
+// has a deadline, the client bounds reads by it (ContextTimeoutEnabled,
+// and read and write timeouts other than -2), the store has learned the
+// server's clock (from its first reply), its limits include no Concurrency
+// limit and it is not a Release; a lone caller's first call goes to a
+// worker.
+//
 // WithBatching coalesces concurrent Applies into pipelines: a few worker
 // goroutines each take every operation waiting (up to a size) and send them
 // in one pipeline, without waiting for more to arrive. Under many
 // concurrent callers this divides the system calls and round trips per
-// decision (see BENCHMARKS.md); a lone caller pays a channel hand-off. A
-// caller whose context ends while its operation waits for a worker is
-// answered at once, and its operation is never sent. Batching is on by
-// default (Close stops its workers); WithBatching(0, 0) turns it off.
-// Workers wait for late replies (see Timeouts and deadlines), so a Redis
-// that hangs holds a worker for up to a second past its callers'
-// deadlines.
+// decision (see BENCHMARKS.md). A caller whose context ends while its
+// operation waits for a worker is answered at once, and its operation is
+// never sent. Batching is on by default (Close stops its workers);
+// WithBatching(0, 0) turns it off: each operation that is not sent inline
+// is then sent from a goroutine of its own. Workers wait for late replies
+// (see Timeouts and deadlines), so a Redis that hangs holds a worker for
+// up to a second past its callers' deadlines.
 //
 // # Logs and observers
 //

@@ -61,7 +61,7 @@ func TestSpecializedScripts(t *testing.T) {
 			if got := sc != generic; got != tt.specialized {
 				t.Fatalf("specialized = %v, want %v", got, tt.specialized)
 			}
-			if want := map[bool]int{true: 5, false: 6}[tt.specialized]; len(args) != want {
+			if want := map[bool]int{true: 7, false: 8}[tt.specialized]; len(args) != want {
 				t.Errorf("%d arguments, want %d", len(args), want)
 			}
 			again, _, _ := s.command(&op)
@@ -71,8 +71,8 @@ func TestSpecializedScripts(t *testing.T) {
 			if sc == generic {
 				return
 			}
-			if strings.Contains(sc.src, "ARGV[6]") {
-				t.Error("the specialized script reads ARGV[6]")
+			if strings.Contains(sc.src, "ARGV[8]") {
+				t.Error("the specialized script reads ARGV[8]")
 			}
 			for line := range strings.Lines(sc.src) {
 				if strings.HasPrefix(strings.TrimSpace(line), "--") {

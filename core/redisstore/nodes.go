@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,11 +42,17 @@ const (
 )
 
 // A lane is the queue of one node: its operations are pipelined together,
-// with client (the node's own, on a Cluster).
+// with client (the node's own, on a Cluster), but for one sent inline by
+// its caller when nothing else is in flight (inline.go).
 type lane struct {
 	addr   string
 	client Client
 	batch  *batcher // nil: unbatched
+
+	inflight atomic.Int64 // Apply's calls not yet done with (see call.leave)
+	honours  bool         // client bounds reads by a context's deadline: calls may be sent inline
+	id       int64        // the lane's identity in receipts: random, in [1, 2^52)
+	seq      atomic.Int64 // the number of the lane's last receipt
 }
 
 // lanes routes operations to nodes.
@@ -71,7 +78,7 @@ func newLanes(s *Store, client Client, size, workers int) *lanes {
 }
 
 func (ls *lanes) newLane(addr string, client Client, size, workers int) *lane {
-	l := &lane{addr: addr, client: client}
+	l := &lane{addr: addr, client: client, honours: honoursDeadlines(client), id: 1 + rand.Int64N(1<<52-1)}
 	if h, ok := client.(hookable); ok && client != Client(ls.cluster) {
 		h.AddHook(dialWatch{ls.s, addr})
 	}

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -23,19 +22,18 @@ import (
 	"github.com/tollgate/tollgate/internal/ratelog"
 )
 
-//go:embed apply.lua
-var applyLua string
-
 // Client is the part of a go-redis client the store uses. *redis.Client,
 // *redis.ClusterClient, *redis.Ring and the client of
 // redis.NewFailoverClient satisfy it.
 //
 // The store honours a context's deadline (such as the Limiter's per-call
-// timeout) itself: Apply returns when it ends, and its command goes on in
-// the store's goroutines to read a late reply (see the package doc). Set
-// ContextTimeoutEnabled in the client's options so that those goroutines
-// are not held by a server that hangs for longer (without it go-redis
-// waits for its ReadTimeout, 3s by default), and MaxRetries: -1 and
+// timeout) itself: Apply returns by it, and a late reply is read or its
+// receipt looked for (see the package doc). Set ContextTimeoutEnabled in
+// the client's options: a caller with nothing else in flight then sends
+// its own command (without it, go-redis would bound the read by its
+// ReadTimeout, 5s by default, not by the caller's deadline, so the store
+// hands every call to a goroutine of its own), and the store's goroutines
+// are not held by a server that hangs for longer. Set MaxRetries: -1 and
 // DialerRetries: 1 so that a refused connection is seen at once.
 type Client interface {
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
@@ -69,7 +67,7 @@ type Store struct {
 	obs core.Observer   // nil: none (observe.go)
 	log *ratelog.Logger // never nil
 
-	// ARGV[6], the limits' parameters, formatted once per plan (see
+	// ARGV[8], the limits' parameters, formatted once per plan (see
 	// prepare), with the script for them: at most maxScripts distinct
 	// specialized scripts, by their SHA-1. scriptMu guards scripts.
 	scriptMu   sync.Mutex
@@ -163,12 +161,14 @@ func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 
 // WithBatching coalesces concurrent operations into pipelines: up to size
 // operations per pipeline, workers pipelines in flight at once. An
-// operation is sent as soon as a worker is free, with whatever others are
-// waiting then (no added wait), so a lone caller pays one channel hand-off
-// and a busy store sends many operations per round trip. WithBatching(0, 0)
-// turns batching off: each operation is then one EVALSHA, from a goroutine
-// of its own; negative values, or workers without a positive size, are an
-// error of New. Default: on, DefaultBatchSize and DefaultBatchWorkers.
+// operation that finds another in flight on its node is sent as soon as a
+// worker is free, with whatever others are waiting then (no added wait),
+// so a busy store sends many operations per round trip; one that finds
+// none is sent inline by its caller (see the package doc). WithBatching(0,
+// 0) turns batching off: each operation is then one EVALSHA, inline or
+// from a goroutine of its own; negative values, or workers without a
+// positive size, are an error of New. Default: on, DefaultBatchSize and
+// DefaultBatchWorkers.
 func WithBatching(size, workers int) Option {
 	return func(c *config) { c.batchSize, c.batch = size, workers }
 }
@@ -251,11 +251,16 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 		return engine.Result{}, err
 	}
 	c := s.newCall(&op)
+	l := s.lanes.of(c.keys[0])
+	c.lane = l
 	var reply any
 	var err error
-	if l := s.lanes.of(c.keys[0]); l.batch != nil {
+	switch {
+	case l.inflight.Add(1) == 1 && s.canInline(ctx, l, c):
+		reply, err = s.inline(ctx, l, c)
+	case l.batch != nil:
 		reply, err = l.batch.do(ctx, c)
-	} else {
+	default:
 		reply, err = s.direct(ctx, l, c)
 	}
 	if err != nil {
@@ -269,9 +274,11 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 }
 
 // command returns the script for op, and its KEYS and ARGV (see
-// apply.lua). op is valid. ARGV[4] (args[3]) is the longest life of the
+// apply.lua.tmpl). op is valid. ARGV[4] (args[3]) is the longest life of the
 // operation's record, or 0 for none, and ARGV[5] (args[4]) the deadline, 0:
-// stamp sets them for the context the call is sent under.
+// stamp sets them for the context the call is sent under. ARGV[6] and
+// ARGV[7] (args[5], args[6]), the receipt's lane and number, are 0: inline
+// sets them for a call its caller sends itself.
 func (s *Store) command(op *engine.Op) (sc *script, keys []string, args []any) {
 	c := s.newCall(op)
 	return c.script, c.keys, c.args
@@ -291,6 +298,7 @@ func (s *Store) newCall(op *engine.Op) *call {
 		args[0] = ""
 	}
 	args[1], args[2], args[3], args[4] = int(op.Kind), op.Cost, int64(0), int64(0)
+	args[5], args[6] = int64(0), int64(0)
 	if op.Kind == engine.Release {
 		args[2] = op.Lease
 	}
@@ -304,11 +312,11 @@ func (s *Store) newCall(op *engine.Op) *call {
 		args[1] = &c.once
 	}
 	pp := s.prepare(op.Plan)
-	c.script = pp.script
+	c.script, c.leased = pp.script, pp.leased
 	if pp.script == generic {
-		args[5] = pp.params
+		args[7] = pp.params
 	} else {
-		args = args[:5] // the script holds its parameters
+		args = args[:7] // the script holds its parameters
 	}
 	for _, lg := range pp.logs {
 		keys = append(keys, logKey(state, lg.ident, lg.rank))
@@ -320,9 +328,10 @@ func (s *Store) newCall(op *engine.Op) *call {
 // prepared is what the store derives from a plan once: the parameters,
 // the script to run, and which limits keep logs.
 type prepared struct {
-	params any     // ARGV[6], the formatted string, boxed once
+	params any     // ARGV[8], the formatted string, boxed once
 	script *script // the script to run: specialized, or generic
 	logs   []logOf // the limits with logs, in order
+	leased bool    // some limit is a Concurrency limit: a Take may acquire a lease
 }
 
 // logOf names the log of a limit: its layout, and its rank among the
@@ -341,7 +350,7 @@ func (s *Store) prepare(plan *engine.Plan) *prepared {
 		return v.(*prepared)
 	}
 	params, logs := formatParams(plan.Limits, s.margin)
-	pp := &prepared{params: any(params), script: generic}
+	pp := &prepared{params: any(params), script: generic, leased: hasConcurrency(plan)}
 	for i, l := range plan.Limits {
 		if !l.Algorithm.Logs() {
 			continue
@@ -372,7 +381,7 @@ func (s *Store) prepare(plan *engine.Plan) *prepared {
 	return plan.SetValue(s, pp).(*prepared)
 }
 
-// formatParams formats ARGV[6] (see apply.lua): little-endian doubles, which
+// formatParams formats ARGV[8] (see apply.lua.tmpl): little-endian doubles, which
 // hold every parameter exactly (each is below 2^53), and reports whether
 // some limit keeps a log.
 func formatParams(limits []engine.Limit, margin int64) (string, bool) {
@@ -424,31 +433,39 @@ func (s *Store) stamp(c *call) {
 // Charge is refunded, a Refund charged back, and the lease a Take acquired
 // on Concurrency limits released. (A Reset cannot be undone; a Release
 // needs no undoing: its caller meant to free the units anyway.)
-// The opposite operation runs at once, in the background, under its own
-// timeout. Refund and Charge are exact inverses for GCRA, TokenBucket and
-// LeakyBucket, and for the window algorithms within the window the
-// operation ran in.
 func (s *Store) compensate(c *call, v any) {
-	op := c.op
-	var lease int64 // a lease to release too
+	op := &c.op
 	switch {
-	case op.Kind == engine.Peek || op.Kind == engine.Reset || op.Kind == engine.Release || op.Cost == 0:
+	case !c.undoable():
 		return
 	case op.Kind == engine.Take:
-		res, err := decode(&op, v)
+		res, err := decode(op, v)
 		if err != nil || !res.Allowed {
 			return // expired, or denied: nothing to undo
 		}
-		op.Kind, lease = engine.Refund, res.Lease
-	case op.Kind == engine.Charge:
-		if !applied(v) {
-			return
-		}
-		op.Kind = engine.Refund
-	case op.Kind == engine.Refund:
-		if !applied(v) {
-			return
-		}
+		s.undo(c, res.Lease)
+	case applied(v):
+		s.undo(c, 0)
+	}
+}
+
+// undoable reports whether the operation of c may change usage, and so
+// be undone: a Take, Charge or Refund of cost > 0.
+func (c *call) undoable() bool {
+	k := c.op.Kind
+	return c.op.Cost > 0 && (k == engine.Take || k == engine.Charge || k == engine.Refund)
+}
+
+// undo runs the opposite of the operation of c, which changed usage: a
+// Refund for a Take or a Charge, a Charge for a Refund, and a Release of
+// lease when it is not 0. It runs at once, in the background, under its own
+// timeout. Refund and Charge are exact inverses for GCRA, TokenBucket and
+// LeakyBucket, and for the window algorithms within the window the
+// operation ran in.
+func (s *Store) undo(c *call, lease int64) {
+	op := c.op
+	op.Kind = engine.Refund
+	if c.op.Kind == engine.Refund {
 		op.Kind = engine.Charge
 	}
 	if s.closed.Load() {

@@ -1,0 +1,217 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// A replyDelay is a TCP proxy to a Redis server that holds the server's
+// replies back for a delay that can be changed at any time: the commands go
+// through at once and run, their replies come late.
+type replyDelay struct {
+	addr  string
+	delay atomic.Int64 // ns
+}
+
+// newReplyDelay starts a proxy to target, stopped at the end of t.
+func newReplyDelay(t *testing.T, target string) *replyDelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &replyDelay{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			wg.Add(2)
+			go func() { // commands: at once
+				defer wg.Done()
+				io.Copy(server, client)
+				server.Close()
+			}()
+			go func() { // replies: each chunk held back by the delay when it came
+				defer wg.Done()
+				defer client.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := server.Read(buf)
+					if n > 0 {
+						time.Sleep(time.Duration(p.delay.Load()))
+						if _, werr := client.Write(buf[:n]); werr != nil {
+							io.Copy(io.Discard, server)
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *replyDelay) set(d time.Duration) { p.delay.Store(int64(d)) }
+
+// receiptsIn returns the number of receipts the state of key in scope
+// holds: records of ident 0 after the states.
+func receiptsIn(t *testing.T, c *redis.Client, s *Store, scope, key string) int {
+	t.Helper()
+	v, err := c.Get(context.Background(), s.stateKey(scope, key)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	n := 0
+	for e := len(v); e >= 32 && binary.LittleEndian.Uint64([]byte(v[e-32:])) == 0; e -= 32 {
+		n++
+	}
+	return n
+}
+
+// A caller alone on its lane sends its own command and reads the reply
+// under its own deadline. When the reply comes after the deadline (held
+// back by a proxy: the script ran at once), the caller is answered by the
+// failure policy; the store then finds the operation's receipt (or, with
+// operation records, its record) and undoes it, so that the key's state is
+// what the answered decisions say.
+func TestInlineLostReplyIsUndone(t *testing.T) {
+	direct := newClient(t)
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"the receipt tells", nil},
+		{"the operation record tells", []Option{WithOpTTL(5 * time.Second)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proxy := newReplyDelay(t, direct.Options().Addr)
+			c := redis.NewClient(clientOptions(proxy.addr))
+			defer c.Close()
+			s := newStore(t, c, tc.opts...)
+			lim, err := core.New(s, core.Per(1000, time.Hour).WithAlgorithm(core.GCRA),
+				core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for range 3 { // the first teaches the server's clock
+				if d, err := lim.Allow(ctx, "k"); err != nil || !d.Allowed {
+					t.Fatalf("Allow = %+v, %v; want allowed", d, err)
+				}
+			}
+			if tc.opts == nil && receiptsIn(t, direct, s, lim.Name(), "k") != 1 {
+				t.Fatalf("the key holds %d receipts after calls sent inline, want 1 (the last one's)", receiptsIn(t, direct, s, lim.Name(), "k"))
+			}
+			proxy.set(3 * core.DefaultTimeout)
+			if d, err := lim.Allow(ctx, "k"); err == nil {
+				t.Fatalf("Allow with its reply %v late = %+v, want an error (FailClosed)", 3*core.DefaultTimeout, d)
+			}
+			proxy.set(0)
+			for deadline := time.Now().Add(lateGrace + time.Second); s.undone.Load()+s.undoFailed.Load() == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the Take whose reply was lost was not undone")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if s.undone.Load() != 1 || s.undoFailed.Load() != 0 {
+				t.Fatalf("undone %d, failed to undo %d; want 1 and 0", s.undone.Load(), s.undoFailed.Load())
+			}
+			time.Sleep(100 * time.Millisecond) // the undo's reply
+			d, err := lim.Peek(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Remaining != 997 {
+				t.Errorf("Remaining = %d, want 997: three answered Takes, the lost one undone", d.Remaining)
+			}
+		})
+	}
+}
+
+// Each lane keeps one receipt in a key; a key holds at most 16 of other
+// lanes' live receipts. A seventeenth lane's call is refused by the script
+// unrun, and sent again by a worker without a receipt: every call is
+// admitted once.
+func TestInlineReceiptsAreBounded(t *testing.T) {
+	c := newClient(t)
+	prefix := testPrefix()
+	limit := core.Per(1000, time.Hour).WithAlgorithm(core.GCRA)
+	ctx := context.Background()
+	var lim *core.Limiter
+	for i := range 17 {
+		s := newStore(t, c, WithPrefix(prefix))
+		var err error
+		if lim, err = core.New(s, limit); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lim.Allow(ctx, "warm"); err != nil { // teaches the server's clock
+			t.Fatal(err)
+		}
+		if d, err := lim.Allow(ctx, "shared"); err != nil || !d.Allowed {
+			t.Fatalf("store %d: Allow = %+v, %v; want allowed", i, d, err)
+		}
+		if n, want := receiptsIn(t, c, s, lim.Name(), "shared"), min(i+1, 16); n != want {
+			t.Errorf("after %d lanes' calls the key holds %d receipts, want %d", i+1, n, want)
+		}
+	}
+	d, err := lim.Peek(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Remaining != 1000-17 {
+		t.Errorf("Remaining = %d, want %d: each of 17 calls admitted once", d.Remaining, 1000-17)
+	}
+}
+
+// A receipt keeps its key until it expires, receiptLife after its call's
+// deadline, even when the limits are replenished sooner; the key's TTL is
+// no longer than that.
+func TestInlineReceiptKeepsItsKey(t *testing.T) {
+	c := newClient(t)
+	s := newStore(t, c, WithMargin(0))
+	lim, err := core.New(s, core.Per(1000, 10*time.Millisecond).WithAlgorithm(core.GCRA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, key := range []string{"warm", "k"} {
+		if _, err := lim.Allow(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ttl, err := c.PTTL(ctx, s.stateKey(lim.Name(), "k")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most := core.DefaultTimeout + receiptLife; ttl < receiptLife-50*time.Millisecond || ttl > most {
+		t.Errorf("PTTL = %v, want about %v (the deadline and the receipt's life), at most %v", ttl, most, most)
+	}
+	if n := receiptsIn(t, c, s, lim.Name(), "k"); n != 1 {
+		t.Errorf("the key holds %d receipts, want 1", n)
+	}
+}
