@@ -507,8 +507,11 @@ func TestSentinelFailover(t *testing.T) {
 	switch first := fl.firstOK("", promoted); {
 	case first.IsZero():
 		t.Error("no decision by the store after the replica's promotion")
-	case first.Sub(promoted) > time.Second+slack:
-		t.Errorf("the store decided again %v after the replica's promotion, want within about 1s", first.Sub(promoted))
+	case first.Sub(promoted) > 1500*time.Millisecond:
+		// go-redis learns of the switch from the sentinels, then the
+		// breaker's next probe (250 ms) finds the new master: about a
+		// second, which a loaded machine stretches (1.159 s seen in a run).
+		t.Errorf("the store decided again %v after the replica's promotion, want within about 1s (1.5s at most)", first.Sub(promoted))
 	default:
 		t.Logf("the store decided again %v after the replica's promotion", first.Sub(promoted))
 	}
