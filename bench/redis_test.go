@@ -76,7 +76,12 @@ import (
 //	go test -c -o /tmp/bench.test . && for i in 1 2 3 4 5 6; do
 //		/tmp/bench.test -test.run '^$' -test.bench Redis -test.count 1
 //	done | tee redis.txt
-func BenchmarkRedis(b *testing.B) {
+//
+// redisSetup returns the address of the Redis to benchmark against
+// (TOLLGATE_REDIS_ADDR; the benchmark skips without it, or fails under
+// TOLLGATE_REQUIRE_REDIS=1) and the 1000 keys the benchmarks go round.
+func redisSetup(b *testing.B) (string, []string) {
+	b.Helper()
 	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
 	if addr == "" {
 		if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {
@@ -88,6 +93,11 @@ func BenchmarkRedis(b *testing.B) {
 	for i := range keys {
 		keys[i] = "bench-" + strconv.Itoa(i)
 	}
+	return addr, keys
+}
+
+func BenchmarkRedis(b *testing.B) {
+	addr, keys := redisSetup(b)
 	for _, cs := range []string{"one-limit", "three-limits"} {
 		for _, callers := range []int{1, 64} {
 			for _, lib := range redisLibs {
@@ -164,17 +174,7 @@ func BenchmarkRedis(b *testing.B) {
 //
 //	go test -run '^$' -bench RedisLone -benchtime 40x -count 5 .
 func BenchmarkRedisLone(b *testing.B) {
-	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {
-			b.Fatal("TOLLGATE_REDIS_ADDR is not set and TOLLGATE_REQUIRE_REDIS=1")
-		}
-		b.Skip("TOLLGATE_REDIS_ADDR is not set")
-	}
-	keys := make([]string, 1000)
-	for i := range keys {
-		keys[i] = "bench-" + strconv.Itoa(i)
-	}
+	addr, keys := redisSetup(b)
 	type runner struct {
 		name   string
 		decide func(context.Context, string) error
@@ -239,17 +239,7 @@ func BenchmarkRedisLone(b *testing.B) {
 //
 //	go test -run '^$' -bench Redis64 -benchtime 20x -count 5 .
 func BenchmarkRedis64(b *testing.B) {
-	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {
-			b.Fatal("TOLLGATE_REDIS_ADDR is not set and TOLLGATE_REQUIRE_REDIS=1")
-		}
-		b.Skip("TOLLGATE_REDIS_ADDR is not set")
-	}
-	keys := make([]string, 1000)
-	for i := range keys {
-		keys[i] = "bench-" + strconv.Itoa(i)
-	}
+	addr, keys := redisSetup(b)
 	type runner struct {
 		name   string
 		decide func(context.Context, string) error
