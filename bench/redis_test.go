@@ -76,26 +76,6 @@ import (
 //	go test -c -o /tmp/bench.test . && for i in 1 2 3 4 5 6; do
 //		/tmp/bench.test -test.run '^$' -test.bench Redis -test.count 1
 //	done | tee redis.txt
-//
-// redisSetup returns the address of the Redis to benchmark against
-// (TOLLGATE_REDIS_ADDR; the benchmark skips without it, or fails under
-// TOLLGATE_REQUIRE_REDIS=1) and the 1000 keys the benchmarks go round.
-func redisSetup(b *testing.B) (string, []string) {
-	b.Helper()
-	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {
-			b.Fatal("TOLLGATE_REDIS_ADDR is not set and TOLLGATE_REQUIRE_REDIS=1")
-		}
-		b.Skip("TOLLGATE_REDIS_ADDR is not set")
-	}
-	keys := make([]string, 1000)
-	for i := range keys {
-		keys[i] = "bench-" + strconv.Itoa(i)
-	}
-	return addr, keys
-}
-
 func BenchmarkRedis(b *testing.B) {
 	addr, keys := redisSetup(b)
 	for _, cs := range []string{"one-limit", "three-limits"} {
@@ -489,4 +469,23 @@ func commandStat(tb testing.TB, rdb *redis.Client, field string, match func(cmd 
 		}
 	}
 	return total
+}
+
+// redisSetup returns the address of the Redis to benchmark against
+// (TOLLGATE_REDIS_ADDR; the benchmark skips without it, or fails under
+// TOLLGATE_REQUIRE_REDIS=1) and the 1000 keys the benchmarks go round.
+func redisSetup(b *testing.B) (string, []string) {
+	b.Helper()
+	addr := os.Getenv("TOLLGATE_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("TOLLGATE_REQUIRE_REDIS") == "1" {
+			b.Fatal("TOLLGATE_REDIS_ADDR is not set and TOLLGATE_REQUIRE_REDIS=1")
+		}
+		b.Skip("TOLLGATE_REDIS_ADDR is not set")
+	}
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "bench-" + strconv.Itoa(i)
+	}
+	return addr, keys
 }
