@@ -241,7 +241,7 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 		ctx, cancel = context.WithDeadline(ctx, latest.Add(lateGrace))
 		defer cancel()
 	}
-	res := s.exec(ctx, client, addr, live)
+	res := s.exec(ctx, client, addr, live, false)
 	for i, c := range live {
 		v, err := res[i].v, res[i].err
 		if errors.Is(err, context.Canceled) && base.Err() != nil {
@@ -260,9 +260,11 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 // errors, in order. Where the server lost the script it loads it and sends
 // the calls again; what a Cluster's node refused unrun it sends again
 // through the store's client, which follows the redirects. A failure to
-// get a reply from client's node starts topology reloads (nodes.go). addr
-// names the node of client, for events.
-func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*call) []result {
+// get a reply from client's node starts topology reloads (nodes.go),
+// unless ctx is the caller's own (own: an inline call) and its deadline
+// has passed: a caller's short deadline is no sign of a failing node. addr names the
+// node of client, for events.
+func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*call, own bool) []result {
 	for _, c := range calls {
 		s.stamp(c)
 	}
@@ -334,10 +336,18 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		failed = failed || transport(err)
 		res[i] = result{v, err}
 	}
-	if failed {
+	if failed && !(own && expired(ctx)) {
 		s.lanes.failed(client)
 	}
 	return res
+}
+
+// expired reports whether ctx has ended or its deadline has passed: a
+// read that the deadline cut short may return before ctx's own timer
+// fires.
+func expired(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(d)
 }
 
 // evalOne runs c's script with EVAL (loading it) through the store's own

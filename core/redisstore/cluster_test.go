@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -111,5 +112,45 @@ func TestCluster(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A caller's own short deadline, which ends a call sent inline on a
+// healthy Cluster, is no sign of a failing master: it starts no topology
+// reloads (which a master that stops answering does, see failover_test.go).
+func TestCallersTimeoutsStartNoTopologyReload(t *testing.T) {
+	c := newClusterClient(t)
+	obs := &eventLog{}
+	s := newStore(t, c, WithObserver(obs))
+	lim, err := core.New(s, core.PerSecond(1_000_000), core.WithTimeout(150*time.Microsecond),
+		core.WithFailurePolicy(core.FailOpen), core.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store learns the servers' clock first, which inline calls need.
+	warm, err := core.New(s, core.PerSecond(1_000_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := warm.Allow(context.Background(), fmt.Sprint("user-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	timeouts := 0
+	for i := 0; i < 5000 && timeouts < 50; i++ {
+		d, err := lim.Allow(context.Background(), fmt.Sprint("user-", i%100))
+		if err != nil {
+			t.Fatalf("Allow: %v", err)
+		}
+		if d.Source == core.FromFailOpen {
+			timeouts++
+		}
+	}
+	if timeouts == 0 {
+		t.Fatal("no call outlived 150µs: the test tested nothing")
+	}
+	if reloads, _ := obs.count(core.EventTopologyReload); len(reloads) != 0 {
+		t.Errorf("%d callers' timeouts started %d topology reloads on a healthy cluster, want none", timeouts, len(reloads))
 	}
 }

@@ -70,7 +70,7 @@ func (s *Store) inline(ctx context.Context, l *lane, c *call) (any, error) {
 	if s.opTTL == 0 && c.undoable() {
 		c.args[5], c.args[6] = l.id, l.seq.Add(1)
 	}
-	r := s.exec(ctx, l.client, l.addr, []*call{c})[0]
+	r := s.exec(ctx, l.client, l.addr, []*call{c}, true)[0]
 	switch {
 	case r.err == nil && refused(r.v):
 		// The key holds too many receipts of other lanes: the script did
