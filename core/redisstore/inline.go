@@ -34,7 +34,8 @@ import (
 // and undoes the operation if it finds it. With operation records
 // (WithOpTTL) it sends the operation again instead, which replies as the
 // first run did. Until then the lane counts the call in flight: its next
-// inline call, which replaces the lane's receipt in a key, waits for it.
+// call, which would replace the lane's receipt in a key, goes to the
+// batcher instead of inline.
 //
 // A call is sent inline when its context has a deadline, its lane's client
 // bounds reads by that deadline (ContextTimeoutEnabled, and a ReadTimeout
@@ -120,6 +121,16 @@ func (s *Store) recover(c *call) {
 		}
 		s.compensate(c, v)
 		return
+	}
+	// The script's deadline, in the server's clock, is never later than
+	// d: ask once it has passed, not every millisecond before.
+	if w := time.Until(d); w > 0 {
+		select {
+		case <-time.After(w):
+		case <-ctx.Done():
+			fail(ctx.Err())
+			return
+		}
 	}
 	for {
 		v, err := run(ctx, s.client, recoverScript, c.keys[:1], []any{c.args[5], c.args[6], c.args[4]})

@@ -32,7 +32,8 @@ import (
 // the client's options: a caller with nothing else in flight then sends
 // its own command (without it, go-redis would bound the read by its
 // ReadTimeout, 5s by default, not by the caller's deadline, so the store
-// hands every call to a goroutine of its own), and the store's goroutines
+// sends no call inline: each goes to a batching worker, or to a goroutine
+// of its own without batching), and the store's goroutines
 // are not held by a server that hangs for longer. Set MaxRetries: -1 and
 // DialerRetries: 1 so that a refused connection is seen at once.
 type Client interface {
@@ -480,15 +481,21 @@ func (s *Store) undo(c *call, lease int64) {
 		if lease != 0 {
 			ops = append(ops, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Release, Lease: lease, Now: op.Now})
 		}
+		// Each is tried though another failed: a failed refund must not
+		// leave the lease's units held until the lease runs out.
 		var l *lane
+		var first error
 		for i := range ops {
 			u := s.newCall(&ops[i])
 			l = s.lanes.of(u.keys[0])
-			if _, err := s.direct(ctx, l, u); err != nil {
-				s.undoFailed.Add(1)
-				s.event(c.ctx, core.EventCompensation, l.addr, 1, err)
-				return
+			if _, err := s.direct(ctx, l, u); err != nil && first == nil {
+				first = err
 			}
+		}
+		if first != nil {
+			s.undoFailed.Add(1)
+			s.event(c.ctx, core.EventCompensation, l.addr, 1, first)
+			return
 		}
 		s.undone.Add(1)
 		s.event(c.ctx, core.EventCompensation, l.addr, 1, nil)
