@@ -69,8 +69,8 @@ type Store struct {
 	log *ratelog.Logger // never nil
 
 	// ARGV[8], the limits' parameters, formatted once per plan (see
-	// prepare), with the script for them: at most maxScripts distinct
-	// specialized scripts, by their SHA-1. scriptMu guards scripts.
+	// prepare), with the script for them: at most maxScripts specialized
+	// scripts, by their parameters. scriptMu guards scripts.
 	scriptMu   sync.Mutex
 	scripts    map[string]*script
 	maxScripts int
@@ -365,18 +365,29 @@ func (s *Store) prepare(plan *engine.Plan) *prepared {
 		pp.logs = append(pp.logs, logOf{l.Ident, rank})
 	}
 	if !logs {
-		if sc := specialize(plan.Limits, params, s.margin); sc != nil {
-			s.scriptMu.Lock()
-			if have, ok := s.scripts[sc.sha]; ok {
-				pp.script = have
-			} else if len(s.scripts) < s.maxScripts {
-				if s.scripts == nil {
-					s.scripts = make(map[string]*script)
+		// params decides the script: look it up first, and render one
+		// (about 100 µs) only when the store has room for it.
+		s.scriptMu.Lock()
+		have, ok := s.scripts[params]
+		room := len(s.scripts) < s.maxScripts
+		s.scriptMu.Unlock()
+		switch {
+		case ok:
+			pp.script = have
+		case room:
+			if sc := specialize(plan.Limits, params, s.margin); sc != nil {
+				s.scriptMu.Lock()
+				if have, ok := s.scripts[params]; ok {
+					pp.script = have
+				} else if len(s.scripts) < s.maxScripts {
+					if s.scripts == nil {
+						s.scripts = make(map[string]*script)
+					}
+					s.scripts[params] = sc
+					pp.script = sc
 				}
-				s.scripts[sc.sha] = sc
-				pp.script = sc
+				s.scriptMu.Unlock()
 			}
-			s.scriptMu.Unlock()
 		}
 	}
 	return plan.SetValue(s, pp).(*prepared)
