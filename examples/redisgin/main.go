@@ -6,7 +6,7 @@
 // While Redis is down, the app-wide limiter decides on an in-memory store,
 // on a quarter of each limit (core.FleetSize(4): four instances together
 // then admit at most the limit), and the search route answers 503 rather
-// than run unlimited. Every store failure is logged.
+// than run unlimited. Store failures are logged through log/slog.
 //
 //	go run ./redisgin                           # Redis at 127.0.0.1:6379 (-redis, or env TOLLGATE_REDIS_ADDR)
 //	curl -i localhost:8080/hello                # listens on 127.0.0.1:8080 (-addr, or env ADDR)
@@ -14,10 +14,10 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"time"
@@ -34,27 +34,25 @@ import (
 // newApp returns the application's engine on the Redis of rdb, with keys
 // under prefix, logging store failures to logger; and a function that
 // releases its stores.
-func newApp(rdb *redis.Client, prefix string, logger *log.Logger) (*gin.Engine, func(), error) {
+func newApp(rdb *redis.Client, prefix string, logger *slog.Logger) (*gin.Engine, func(), error) {
 	// One store for both limiters: each Limiter's keys live in its own scope
 	// (its name, derived from its limits), so both can key by client IP.
-	store, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+	// Without WithLogger, the store and the limiters log to slog.Default().
+	store, err := redisstore.New(rdb, redisstore.WithPrefix(prefix), redisstore.WithLogger(logger))
 	if err != nil {
 		return nil, nil, err
 	}
 	fallback := memstore.New()
 	closeStores := func() { store.Close(); fallback.Close() }
 
-	// Store failures are reported here, never to the client. While the
-	// circuit breaker is open, every call it skips is reported too: sample
-	// or count them in production.
-	logFailure := core.WithErrorHook(func(ctx context.Context, key string, err error) {
-		logger.Printf("rate limiter store failed for %q: %v", key, err)
-	})
+	// Store failures are logged, never sent to the client: the first of a
+	// burst at once, then a count a second, per cause, without the key;
+	// the circuit breaker when it opens and closes.
 	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100),
 		// Redis down: decide on the local memstore, on a quarter of each
 		// limit, for a fleet of 4 instances.
 		core.WithFailurePolicy(core.Fallback(fallback, core.FleetSize(4))),
-		logFailure,
+		core.WithLogger(logger),
 	)
 	if err != nil {
 		closeStores()
@@ -63,7 +61,7 @@ func newApp(rdb *redis.Client, prefix string, logger *log.Logger) (*gin.Engine, 
 	searchLim, err := core.New(store, core.PerMinute(20).Named("search"),
 		// Redis down: the costly route answers 503 (the default policy).
 		core.WithFailurePolicy(core.FailClosed),
-		logFailure,
+		core.WithLogger(logger),
 	)
 	if err != nil {
 		closeStores()
@@ -108,7 +106,7 @@ func main() {
 
 	rdb := newClient(*redisAddr)
 	defer rdb.Close()
-	r, closeStores, err := newApp(rdb, redisstore.DefaultPrefix, log.Default())
+	r, closeStores, err := newApp(rdb, redisstore.DefaultPrefix, slog.Default())
 	if err != nil {
 		log.Fatal(err)
 	}
