@@ -1,6 +1,10 @@
 package core
 
-import "github.com/tollgate/tollgate/core/engine"
+import (
+	"fmt"
+
+	"github.com/tollgate/tollgate/core/engine"
+)
 
 // Algorithm selects how a Limit counts. The zero value is SlidingWindow.
 // Each algorithm's math is documented on its constant and implemented as a
@@ -86,6 +90,27 @@ const (
 
 // String returns the algorithm's name, e.g. "sliding-window".
 func (a Algorithm) String() string { return engine.Algorithm(a).String() }
+
+// MarshalText returns the algorithm's name, as String does.
+func (a Algorithm) MarshalText() ([]byte, error) {
+	if a >= numAlgorithms {
+		return nil, fmt.Errorf("%w: unknown algorithm %d", ErrInvalidLimit, int(a))
+	}
+	return []byte(a.String()), nil
+}
+
+// UnmarshalText sets a to the algorithm text names, ignoring case, '-' and
+// '_' ("gcra", "TokenBucket", "sliding_window"), as ParseLimits reads it:
+// configuration formats (JSON, YAML, flags) can then decode an Algorithm
+// by its name. An unknown name is an error wrapping ErrInvalidLimit.
+func (a *Algorithm) UnmarshalText(text []byte) error {
+	named, ok := algorithmNamed(string(text))
+	if !ok {
+		return fmt.Errorf("%w: %q is not an algorithm (want %s)", ErrInvalidLimit, text, algorithmList())
+	}
+	*a = named
+	return nil
+}
 
 // Algorithms lists every algorithm, in declaration order.
 func Algorithms() []Algorithm {

@@ -249,3 +249,29 @@ func FuzzParseLimits(f *testing.F) {
 		}
 	})
 }
+
+// An Algorithm reads and writes itself by name, as configuration formats
+// decode it, in the spellings ParseLimits accepts.
+func TestAlgorithmText(t *testing.T) {
+	for _, a := range core.Algorithms() {
+		text, err := a.MarshalText()
+		if err != nil || string(text) != a.String() {
+			t.Errorf("%v.MarshalText() = %q, %v, want %q", a, text, err, a.String())
+		}
+		for _, spelling := range []string{a.String(), strings.ToUpper(a.String()), strings.ReplaceAll(a.String(), "-", "_"), strings.ReplaceAll(a.String(), "-", "")} {
+			got := core.Algorithm(255)
+			if err := got.UnmarshalText([]byte(spelling)); err != nil || got != a {
+				t.Errorf("UnmarshalText(%q) = %v, %v, want %v", spelling, got, err, a)
+			}
+		}
+	}
+	for _, bad := range []string{"", "quick", "gcra2", "-"} {
+		a := core.GCRA
+		if err := a.UnmarshalText([]byte(bad)); !errors.Is(err, core.ErrInvalidLimit) || a != core.GCRA {
+			t.Errorf("UnmarshalText(%q) = %v, %v, want an error wrapping ErrInvalidLimit and GCRA kept", bad, a, err)
+		}
+	}
+	if _, err := core.Algorithm(200).MarshalText(); !errors.Is(err, core.ErrInvalidLimit) {
+		t.Errorf("Algorithm(200).MarshalText() error = %v, want ErrInvalidLimit", err)
+	}
+}

@@ -615,11 +615,9 @@ func (d *decoder) structured(n *yaml.Node, path string) (core.Limit, bool) {
 		}},
 		field{"algorithm", func(v *yaml.Node, path string) {
 			if s, ok := d.str(v, path); ok {
-				a, ok := algorithmNamed(s)
-				if !ok {
+				if err := l.Algorithm.UnmarshalText([]byte(s)); err != nil {
 					d.fail(v, path, "%q is not an algorithm (want %s)", s, orList(algorithmNames()))
 				}
-				l.Algorithm = a
 			}
 		}},
 		field{"burst", func(v *yaml.Node, path string) {
@@ -665,20 +663,6 @@ func algorithmNames() []string {
 		names = append(names, a.String())
 	}
 	return names
-}
-
-// algorithmNamed returns the algorithm s names, ignoring case, '-' and
-// '_', as core.ParseLimits does.
-func algorithmNamed(s string) (core.Algorithm, bool) {
-	norm := func(s string) string {
-		return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(s))
-	}
-	for _, a := range core.Algorithms() {
-		if norm(a.String()) == norm(s) {
-			return a, true
-		}
-	}
-	return 0, false
 }
 
 func (d *decoder) route(n *yaml.Node, path string) *routeSpec {
