@@ -74,7 +74,7 @@ import (
 // ratios between cases.
 //
 //	go test -c -o /tmp/bench.test . && for i in 1 2 3 4 5 6; do
-//		/tmp/bench.test -test.run '^$' -test.bench Redis -test.count 1
+//		/tmp/bench.test -test.run '^$' -test.bench 'Redis$' -test.count 1
 //	done | tee redis.txt
 func BenchmarkRedis(b *testing.B) {
 	addr, keys := redisSetup(b)
