@@ -32,6 +32,7 @@ import (
 //	           case-insensitive, so M is a minute (a month has no fixed
 //	           length: write 30d)
 //	option   = algorithm | "burst" N | "precision" period | "name" NAME
+//	         | "unit" UNIT
 //	algorithm= sliding-window (the default) | fixed-window | sliding-log
 //	         | bucketed-window | token-bucket | gcra | leaky-bucket
 //	         | concurrency (quota units in flight; period is the lease)
@@ -42,7 +43,8 @@ import (
 // leaky-bucket only; precision sets Limit.Precision and applies to
 // bucketed-window only; name sets Limit.Name, quoted as a Go string when it
 // holds spaces or separators ("name \"search, hourly\""). Without a name,
-// Name is left empty (a Limiter derives one, see PolicyName).
+// Name is left empty (a Limiter derives one, see PolicyName); unit sets
+// Limit.Unit, the quota unit ("10000/m unit tokens").
 //
 // Every limit is then checked with Validate. An error is a *ParseError
 // that gives the item's index (from 0), its text and the byte offset in s
@@ -166,6 +168,14 @@ func appendLimit(b []byte, l *Limit) []byte {
 			b = append(b, l.Name...)
 		} else {
 			b = strconv.AppendQuoteToASCII(b, l.Name)
+		}
+	}
+	if l.Unit != "" {
+		b = append(b, " unit "...)
+		if isBareName(l.Unit) {
+			b = append(b, l.Unit...)
+		} else {
+			b = strconv.AppendQuoteToASCII(b, l.Unit)
 		}
 	}
 	return b
@@ -495,7 +505,7 @@ func (p *limitParser) unit() (time.Duration, error) {
 
 // options parses the options after the rate into l.
 func (p *limitParser) options(l *Limit) error {
-	var burstAt, precAt, algAt, nameAt = -1, -1, -1, -1
+	var burstAt, precAt, algAt, nameAt, unitAt = -1, -1, -1, -1, -1
 	for {
 		spaced := p.skipSpace()
 		if p.pos >= p.end {
@@ -507,7 +517,7 @@ func (p *limitParser) options(l *Limit) error {
 		}
 		word := p.word()
 		if word == "" {
-			return p.fail(at, "want an option (an algorithm, burst, precision or name), not %q", p.token())
+			return p.fail(at, "want an option (an algorithm, burst, precision, name or unit), not %q", p.token())
 		}
 		key := strings.ToLower(word)
 		seen := func(where *int) error {
@@ -538,6 +548,10 @@ func (p *limitParser) options(l *Limit) error {
 		case "name":
 			if err = seen(&nameAt); err == nil {
 				l.Name, err = p.name()
+			}
+		case "unit":
+			if err = seen(&unitAt); err == nil {
+				l.Unit, err = p.name()
 			}
 		case "algorithm", "alg":
 			if err = seen(&algAt); err == nil {
@@ -576,7 +590,7 @@ func (p *limitParser) word() string {
 func (p *limitParser) algorithm(l *Limit, word string, at int) error {
 	a, ok := algorithmNamed(word)
 	if !ok {
-		return p.fail(at, "unknown option %q: want an algorithm (%s), burst, precision or name", word, algorithmList())
+		return p.fail(at, "unknown option %q: want an algorithm (%s), burst, precision, name or unit", word, algorithmList())
 	}
 	l.Algorithm = a
 	return nil

@@ -25,6 +25,8 @@ func TestParseLimitsAccepts(t *testing.T) {
 		{"days and weeks", "5000/d, 20000/w", []core.Limit{core.PerDay(5000), core.Per(20000, 7*day)}},
 		{"an algorithm, a burst and a name", "100/m gcra burst 20 name api",
 			[]core.Limit{core.PerMinute(100).WithAlgorithm(core.GCRA).WithBurst(20).Named("api")}},
+		{"a quota unit", "10000/m unit tokens name llm",
+			[]core.Limit{core.PerMinute(10000).WithUnit("tokens").Named("llm")}},
 		{"options in any order, with '='", "100/m name=api burst=20 algorithm=gcra",
 			[]core.Limit{core.PerMinute(100).WithAlgorithm(core.GCRA).WithBurst(20).Named("api")}},
 		{"a number of units", "5/2h", []core.Limit{core.Per(5, 2*time.Hour)}},
@@ -167,7 +169,7 @@ func TestFormatLimits(t *testing.T) {
 		{"one unit of each length", []core.Limit{core.PerSecond(1), core.PerMinute(2), core.PerHour(3), core.PerDay(4)}, "1/s, 2/m, 3/h, 4/d"},
 		{"periods of several units", []core.Limit{core.Per(5, 2*time.Hour), core.Per(3, 90*time.Second), core.Per(1, 1500*time.Millisecond), core.Per(1, time.Millisecond), core.Per(1, 250*time.Microsecond)},
 			"5/2h, 3/90s, 1/1500ms, 1/1ms, 1/250us"},
-		{"every option", []core.Limit{core.PerMinute(100).WithAlgorithm(core.GCRA).WithBurst(20).Named("api")}, "100/m gcra burst 20 name api"},
+		{"every option", []core.Limit{core.PerMinute(100).WithAlgorithm(core.GCRA).WithBurst(20).Named("api").WithUnit("tokens")}, "100/m gcra burst 20 name api unit tokens"},
 		{"a precision", []core.Limit{core.PerMinute(60).WithAlgorithm(core.BucketedWindow).WithPrecision(time.Second)}, "60/m bucketed-window precision 1s"},
 		{"a name that needs quotes", []core.Limit{core.PerSecond(1).Named(`a "b", c`)}, `1/s name "a \"b\", c"`},
 		{"a zero limit, which ParseLimits rejects", []core.Limit{{}}, "0/0ns"},
@@ -213,7 +215,7 @@ func TestWithLimitsAddsEachLimit(t *testing.T) {
 // FormatLimits.
 func FuzzParseLimits(f *testing.F) {
 	for _, s := range []string{
-		"10/s, 120/m, 240/h", "100/m gcra burst 20 name api", "5/2h", "3/90s", "10/1.5s", "1/1h30m",
+		"10/s, 120/m, 240/h", "100/m gcra burst 20 name api unit tokens", "5/2h", "3/90s", "10/1.5s", "1/1h30m",
 		"60/m bucketed-window precision 10s", "10 per second; 100/minute", "10-S, 1000-H", "100-per-1m",
 		`5/s name "a, \"b\"" token-bucket`, "1_000/d leaky_bucket burst=3", "1/250µs", "10/month", "0/s", "",
 	} {
