@@ -121,12 +121,8 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 			return nil, err // already says what and which limit
 		}
 	}
-	for i := range l.limits {
-		for j := range i {
-			if l.limits[i].Name == l.limits[j].Name {
-				return nil, fmt.Errorf("%w: two limits named %q: RateLimit headers could not tell them apart", ErrInvalidLimit, l.limits[i].Name)
-			}
-		}
+	if err := distinctNames(l.limits); err != nil {
+		return nil, err
 	}
 	if len(l.limits) == 0 && l.limitsFn == nil {
 		return nil, fmt.Errorf("%w: New needs at least one Limit or a WithLimitsFunc", ErrInvalidOp)

@@ -140,18 +140,23 @@ func TestWithLimitsFuncInvalidLimit(t *testing.T) {
 	tests := []struct {
 		name  string
 		limit core.Limit
+		with  []core.Limit // other limits returned beside it
 	}{
-		{"a zero quota", core.PerMinute(0)},
-		{"a non-whole-µs period", core.Per(1, 1500*time.Nanosecond)},
+		{"a zero quota", core.PerMinute(0), nil},
+		{"a non-whole-µs period", core.Per(1, 1500*time.Nanosecond), nil},
 		// The doc of WithLimitsFunc: "Limits it returns are validated on
 		// every call and an invalid one fails the operation." A name that
 		// Validate rejects would otherwise reach the RateLimit headers.
-		{"a name with a newline", core.PerMinute(5).Named("free\r\nX-Injected: 1")},
-		{"a name that is too long", core.PerMinute(5).Named(strings.Repeat("n", core.MaxNameLen+1))},
+		{"a name with a newline", core.PerMinute(5).Named("free\r\nX-Injected: 1"), nil},
+		{"a name that is too long", core.PerMinute(5).Named(strings.Repeat("n", core.MaxNameLen+1)), nil},
+		// As New rejects them: the headers could not tell them apart.
+		{"a name another limit has", core.PerHour(50).Named("free"), []core.Limit{core.PerMinute(5).Named("free")}},
+		{"a derived name another limit has", core.PerMinute(10).WithAlgorithm(core.GCRA), []core.Limit{core.PerMinute(10)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" fails the operation", func(t *testing.T) {
-			fn := func(context.Context, string) []core.Limit { return []core.Limit{tt.limit} }
+			limits := append([]core.Limit{tt.limit}, tt.with...)
+			fn := func(context.Context, string) []core.Limit { return limits }
 			lim := newLimiter(t, newManualClock(t0), core.WithLimitsFunc(fn))
 			if d, err := lim.Allow(context.Background(), "k"); !errors.Is(err, core.ErrInvalidLimit) {
 				t.Errorf("Allow with limit %+v = %v, %v; want an error wrapping ErrInvalidLimit", tt.limit, resultOf(d), err)

@@ -66,6 +66,9 @@ func (l *Limiter) planFor(ctx context.Context, key string) ([]Limit, *engine.Pla
 			return nil, nil, err
 		}
 	}
+	if err := distinctNames(limits); err != nil {
+		return nil, nil, err
+	}
 	plan, err := compilePlan(l.scope, limits)
 	if err != nil {
 		return nil, nil, err
@@ -115,4 +118,23 @@ func equalLimits(a, b []Limit) bool {
 		}
 	}
 	return true
+}
+
+// distinctNames reports limits of one name (Name, or PolicyName when it is
+// empty) as an error: RateLimit headers could not tell them apart.
+func distinctNames(limits []Limit) error {
+	name := func(l *Limit) string {
+		if l.Name != "" {
+			return l.Name
+		}
+		return l.PolicyName()
+	}
+	for i := range limits {
+		for j := range i {
+			if n := name(&limits[i]); n == name(&limits[j]) {
+				return fmt.Errorf("%w: two limits named %q: RateLimit headers could not tell them apart", ErrInvalidLimit, n)
+			}
+		}
+	}
+	return nil
 }
