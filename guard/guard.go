@@ -36,8 +36,9 @@ type Guard struct {
 	hookDeny  func(keyfuncs.Request, *Denial)
 	hookError func(keyfuncs.Request, error)
 
-	policy atomic.Pointer[policyCache] // the last listing's policies
-	routes routeMemory                 // the policies of the middlewares inside, per route
+	policy     [policySlots]atomic.Pointer[policyCache] // the last listings' policies (headers.go)
+	nextPolicy atomic.Uint32                            // the slot the next new listing takes
+	routes     routeMemory                              // the policies of the middlewares inside, per route
 }
 
 // New returns a Guard that limits requests with lim, keyed by

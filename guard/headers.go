@@ -262,11 +262,18 @@ type policyCache struct {
 	list   []string     // []string{value}, set on every HeaderWriter's response (see HeaderWriter)
 }
 
-// policies returns the policyCache of ls: the Guard's last one when it
-// lists the same, so that a route's requests build it once.
+// policySlots is how many listings a Guard keeps the policies of: enough
+// for the tiers of a WithLimitsFunc (free, pro, ...) whose requests
+// alternate, which one slot would rebuild on every request.
+const policySlots = 4
+
+// policies returns the policyCache of ls: one the Guard kept when it lists
+// the same, so that a route's requests (per tier) build it once.
 func (g *Guard) policies(ls *listing) *policyCache {
-	if pc := g.policy.Load(); pc != nil && pc.matches(ls) {
-		return pc
+	for i := range g.policy {
+		if pc := g.policy[i].Load(); pc != nil && pc.matches(ls) {
+			return pc
+		}
 	}
 	pc := &policyCache{counts: make([]int, len(ls.entries)), hidden: make([]bool, len(ls.entries))}
 	for i := range ls.entries {
@@ -285,7 +292,7 @@ func (g *Guard) policies(ls *listing) *policyCache {
 	pc.value = g.policyValue(pc)
 	pc.list = []string{pc.value}
 	if ls.extra == nil { // the lists of denials, with extra policies, are not kept
-		g.policy.Store(pc)
+		g.policy[g.nextPolicy.Add(1)%policySlots].Store(pc)
 	}
 	return pc
 }

@@ -1,11 +1,15 @@
 package nethttp_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -107,5 +111,39 @@ func TestAllocationsPerRequest(t *testing.T) {
 	}
 	if w.H.Get(guard.HeaderRateLimit) == "" {
 		t.Errorf("no RateLimit header: the request did not take the path measured")
+	}
+}
+
+// Tiers that alternate from request to request (WithLimitsFunc: a free
+// and a pro client) keep their RateLimit-Policy values built, as one
+// limit set does: no allocation is added per request.
+func TestAllocationsPerRequestWithAlternatingTiers(t *testing.T) {
+	store := memstore.New()
+	t.Cleanup(func() { store.Close() })
+	free := []core.Limit{core.PerHour(1 << 30).Named("free")}
+	pro := []core.Limit{core.PerHour(1 << 30).Named("pro"), core.PerMinute(1 << 30).Named("pro-burst")}
+	lim, err := core.New(store, core.PerHour(1<<30).Named("default"), core.WithLimitsFunc(func(_ context.Context, key string) []core.Limit {
+		if key == "10.0.0.0" {
+			return free
+		}
+		return pro
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := nethttp.New(lim)(sink)
+	reqs := requests(2)
+	w := &discard{H: make(http.Header, 4)}
+	i := 0
+	got := testing.AllocsPerRun(1000, func() {
+		clear(w.H)
+		h.ServeHTTP(w, reqs[i%2])
+		i++
+	})
+	if got > 2 {
+		t.Errorf("allocations per request with alternating tiers = %v, want at most 2", got)
+	}
+	if p := w.H.Get(guard.HeaderRateLimitPolicy); !strings.Contains(p, `"free"`) && !strings.Contains(p, `"pro"`) {
+		t.Errorf("RateLimit-Policy %q names neither tier: the requests did not take the path measured", p)
 	}
 }
