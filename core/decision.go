@@ -80,7 +80,8 @@ type Decision struct {
 	// states either way.
 	States []LimitState
 	// Source tells what made the Decision: the Limiter's store (the zero
-	// value), or its failure policy while the store fails.
+	// value), its failure policy while the store fails, or its deny cache
+	// (WithDenyCache) remembering a denial of the store.
 	Source Source
 }
 

@@ -23,7 +23,7 @@ import (
 // the Limiter or the store that reports to them.
 type Observer interface {
 	// ObserveDecision is called once per operation of a Limiter (Allow,
-	// AllowN, Peek, PeekN, Charge, Refund, Reset), after it is decided,
+	// AllowN, Peek, PeekN, Charge, Refund, Reset, Release), after it is decided,
 	// whatever the outcome, errors included.
 	ObserveDecision(ctx context.Context, o *Observation)
 	// ObserveEvent is called for everything else worth knowing: a circuit
@@ -39,7 +39,7 @@ type Observation struct {
 	// derived from its limits). Bounded: a label.
 	Limiter string
 	// Operation is what was asked: take (Allow, AllowN), peek, charge,
-	// refund or reset.
+	// refund, reset or release.
 	Operation Operation
 	// Outcome is how the operation ended. Bounded: a label.
 	Outcome Outcome
