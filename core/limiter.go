@@ -6,6 +6,8 @@ import (
 	"hash/fnv"
 	"reflect"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate/tollgate/core/engine"
@@ -33,6 +35,8 @@ type Limiter struct {
 	policy      FailurePolicy
 	fbLimits    []Limit      // Fallback with FleetSize: the share of each of the limits
 	fbPlan      *engine.Plan // and their plan
+	fbShares    sync.Map     // the same for WithLimitsFunc's plans: *engine.Plan → *fleetShare (policy.go)
+	fbSharesN   atomic.Int64 // entries of fbShares, at most maxPlans
 	hook        func(ctx context.Context, key string, err error)
 	breakerConf Breaker
 	breakers    *breakers // nil: off, or InProcess

@@ -259,19 +259,35 @@ func (l *Limiter) releaseOnFallback(ctx context.Context, op engine.Op, limits []
 // asked, since the units are not held there.
 var errReleaseOnFallback = errors.New("the units were acquired on the fallback store")
 
+// A fleetShare is a plan's limits shared by a fleet (FleetSize), and their
+// plan.
+type fleetShare struct {
+	limits []Limit
+	plan   *engine.Plan
+}
+
 // fallback decides op on the Fallback store, under its share of the limits.
 func (l *Limiter) fallback(ctx context.Context, op engine.Op, limits []Limit, err error, o *Observation) (Decision, error) {
 	fb := l.policy.fallback
 	if l.policy.fleet > 1 {
 		if op.Plan == l.plan && l.fbPlan != nil {
 			op.Plan, limits = l.fbPlan, l.fbLimits
+		} else if sh, ok := l.fbShares.Load(op.Plan); ok {
+			op.Plan, limits = sh.(*fleetShare).plan, sh.(*fleetShare).limits
 		} else {
-			limits = shareOf(limits, l.policy.fleet)
-			p, perr := compilePlan(op.Plan.Scope, limits)
+			// A plan of WithLimitsFunc: its share is compiled once, not
+			// on every call of an outage, for as many plans as the
+			// Limiter keeps (plans.go).
+			sh := &fleetShare{limits: shareOf(limits, l.policy.fleet)}
+			p, perr := compilePlan(op.Plan.Scope, sh.limits)
 			if perr != nil {
 				return Decision{}, perr
 			}
-			op.Plan = p
+			sh.plan = p
+			if l.fbSharesN.Add(1) <= maxPlans {
+				l.fbShares.Store(op.Plan, sh)
+			}
+			op.Plan, limits = p, sh.limits
 		}
 	}
 	cctx, cancel := ctx, context.CancelFunc(nil)

@@ -508,3 +508,43 @@ func TestUnitsTheFallbackAcquiredAreReleasedThere(t *testing.T) {
 	}
 	allow(core.FromFallback)
 }
+
+// A fleet's share of a WithLimitsFunc plan is worked out once, not on
+// every call of an outage: the fallback's decisions then count as the
+// share, and cost no more allocations than those of the Limiter's own
+// limits.
+func TestFleetShareOfALimitsFuncPlanIsKept(t *testing.T) {
+	tier := []core.Limit{core.PerHour(40).Named("tier")}
+	newLim := func(opts ...core.Option) *core.Limiter {
+		t.Helper()
+		primary := newRemoteStore(t)
+		primary.down.Store(true)
+		fb := memstore.New(memstore.WithSweepInterval(0))
+		t.Cleanup(func() { fb.Close() })
+		opts = append(opts, core.WithFailurePolicy(core.Fallback(fb, core.FleetSize(4))),
+			core.WithLogger(slog.New(slog.DiscardHandler)), core.WithBreaker(core.Breaker{Disabled: true}))
+		lim, err := core.New(primary, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lim
+	}
+	byFunc := newLim(core.WithLimitsFunc(func(context.Context, string) []core.Limit { return tier }))
+	own := newLim(tier[0])
+	ctx := context.Background()
+	admitted := 0
+	for range 20 {
+		if d, err := byFunc.Allow(ctx, "k"); err == nil && d.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Errorf("the fallback admitted %d of 20, want the share of 40 for a fleet of 4: 10", admitted)
+	}
+	allocs := func(lim *core.Limiter) float64 {
+		return testing.AllocsPerRun(200, func() { lim.Allow(ctx, "other") })
+	}
+	if got, want := allocs(byFunc), allocs(own); got > want {
+		t.Errorf("a fallback decision on a WithLimitsFunc plan makes %v allocations, more than the %v of the Limiter's own limits", got, want)
+	}
+}
