@@ -327,15 +327,22 @@ func (c *chainState) releaseAll(r keyfuncs.Request, charges []charge) {
 		if ch.lease == 0 {
 			continue
 		}
-		e := &c.entries[ch.at]
-		if i := slices.Index(e.leases, ch.lease); i >= 0 {
-			e.leases = slices.Delete(e.leases, i, i+1)
-			if _, err := e.lim.Release(ctx, e.key, ch.lease); err != nil {
-				fs = append(fs, failure{e.g, &guardError{ErrLimiter, err}})
-			}
-		}
+		c.entries[ch.at].dropLease(ctx, ch.lease, &fs)
 	}
 	fs.report(r)
+}
+
+// dropLease releases lease, if e still holds it, and forgets it; a
+// failure to release goes to fs.
+func (e *entry) dropLease(ctx context.Context, lease int64, fs *failures) {
+	i := slices.Index(e.leases, lease)
+	if i < 0 {
+		return
+	}
+	e.leases = slices.Delete(e.leases, i, i+1)
+	if _, err := e.lim.Release(ctx, e.key, lease); err != nil {
+		*fs = append(*fs, failure{e.g, &guardError{ErrLimiter, err}})
+	}
 }
 
 // holds reports whether charges acquired units on Concurrency limits.
@@ -356,12 +363,7 @@ func (c *chainState) undo(r keyfuncs.Request, charges []charge) {
 	for _, ch := range charges {
 		e := &c.entries[ch.at]
 		if ch.lease != 0 {
-			if i := slices.Index(e.leases, ch.lease); i >= 0 {
-				e.leases = slices.Delete(e.leases, i, i+1)
-				if _, err := e.lim.Release(ctx, e.key, ch.lease); err != nil {
-					fs = append(fs, failure{e.g, &guardError{ErrLimiter, err}})
-				}
-			}
+			e.dropLease(ctx, ch.lease, &fs)
 		}
 		if n := min(ch.n, e.held); n > 0 {
 			if err := e.adjust(ctx, -n); err != nil {
