@@ -63,7 +63,7 @@ type BytesWriter interface {
 }
 
 // A HeaderWriter is a Writer over an http.Header: the adapters for
-// net/http and gin implement it. Serve sets the rate-limit headers in the
+// net/http, gin and echo implement it. Serve sets the rate-limit headers in the
 // map itself, at the cost of a fraction of an allocation per response: the
 // values it builds (RateLimit, the numbers of the draft-06 and legacy
 // fields, Retry-After), with their []string, in chunks of memory shared by
