@@ -136,19 +136,23 @@ func checkDistinct(b *testing.B, reqs []*http.Request) {
 // one limit and draft-11 headers, a request costs at most the 2
 // allocations of DESIGN §5 beyond the bare router: echo builds the chain
 // of e.Use middleware per request, which costs the middleware's closure,
-// and the gate holds the rest, the headers' values included. The race
-// detector drops a quarter of what sync.Pools get back, echo's contexts
-// and the Guard's chain states alike: the bare router's count takes away
-// echo's, and a chain state lost a quarter of the time is allowed for.
+// and the gate holds the rest. The headers' values add a fraction of one:
+// RateLimit's value and its []string are carved out of chunks shared by
+// many responses (guard.HeaderWriter), about 0.015 allocations a request.
+// The race detector drops a quarter of what sync.Pools get back, echo's
+// contexts and the Guard's pooled parts alike: the bare router's count
+// takes away echo's; a chain state lost a quarter of the time (one
+// allocation) is allowed for, and so is the holder of the header chunks
+// lost as often (three: it and its two chunks).
 func TestAllocationsPerRequest(t *testing.T) {
 	r := requests(1)[0]
 	w := &discard{h: make(http.Header, 4)}
 	serve := func(h http.Handler) func() { return func() { clear(w.h); h.ServeHTTP(w, r) } }
 	bare := allocsPerRun(1000, serve(router()))
 	got := allocsPerRun(1000, serve(router(echolimit.New(benchLimiter(t))))) - bare
-	want := 2.02 // 2, and a few allocations of the runtime's over the 1000 runs
+	want := 2.05 // 2, the headers' share of a chunk, and a few allocations of the runtime's over the 1000 runs
 	if raceEnabled {
-		want += 0.5 // 0.25 expected
+		want += 1.5 // 0.25 + 3 × 0.25 expected
 	}
 	if got > want {
 		t.Errorf("allocations per request beyond the bare router = %.2f, want at most %v", got, want)

@@ -13,9 +13,10 @@ import (
 )
 
 // gate is one request as a Guard sees it: both its keyfuncs.Request and
-// its guard.ChainWriter, over the echo.Context. One allocation per request
-// serves both, holds the request's chain, and lets the options below reach
-// the echo.Context.
+// its guard.ChainWriter, a guard.HeaderWriter over the echo.Context. One
+// allocation per request serves both, holds the request's chain, and lets
+// the options below reach the echo.Context; the values of the headers the
+// Guard sets are not kept in it (see guard.HeaderWriter).
 //
 // The middleware that starts the request's chain (no Tollgate middleware
 // around it, found by guard.FindChain) installs its rw as
@@ -29,13 +30,12 @@ type gate struct {
 	track bool  // commit the handler's error and report the status
 	rw    chainWriter
 	own   guard.Chain
-	slots guard.HeaderSlots // the values of the headers the Guard sets
 }
 
 var (
 	_ keyfuncs.Request    = (*gate)(nil)
 	_ guard.ChainWriter   = (*gate)(nil)
-	_ guard.BytesWriter   = (*gate)(nil)
+	_ guard.HeaderWriter  = (*gate)(nil)
 	_ http.ResponseWriter = (*chainWriter)(nil)
 )
 
@@ -133,13 +133,12 @@ func (x *gate) RemoteAddr() string { return x.c.Request().RemoteAddr }
 // Context implements keyfuncs.Request.
 func (x *gate) Context() context.Context { return x.c.Request().Context() }
 
-// SetHeader implements guard.Writer. name is canonical.
-func (x *gate) SetHeader(name, value string) { x.slots.Set(x.c.Response().Header(), name, value) }
+// SetHeader implements guard.Writer. name is canonical, so the value is
+// assigned to the header map directly.
+func (x *gate) SetHeader(name, value string) { x.c.Response().Header()[name] = []string{value} }
 
-// SetHeaderBytes implements guard.BytesWriter.
-func (x *gate) SetHeaderBytes(name string, value []byte) {
-	x.slots.SetBytes(x.c.Response().Header(), name, value)
-}
+// ResponseHeader implements guard.HeaderWriter.
+func (x *gate) ResponseHeader() http.Header { return x.c.Response().Header() }
 
 // WriteResponse implements guard.Writer, through echo's Response so that
 // its Status, Size and Committed are kept.

@@ -51,9 +51,9 @@ type Result struct {
 // the values it builds for each response (RateLimit, the numbers of the
 // draft-06 and legacy fields, Retry-After) through it, which saves
 // converting each to a string: fasthttp copies bytes into its own
-// buffers, and HeaderSlots keeps them for an http.Header, in memory the
-// adapter allocates per request anyway. Serve sets other values, and every value
-// of a Writer that is neither a BytesWriter nor a HeaderWriter, with
+// buffers. (A Writer over an http.Header is better a HeaderWriter, which
+// Serve prefers when a Writer is both.) Serve sets other values, and every
+// value of a Writer that is neither a BytesWriter nor a HeaderWriter, with
 // SetHeader.
 type BytesWriter interface {
 	Writer
@@ -63,7 +63,7 @@ type BytesWriter interface {
 }
 
 // A HeaderWriter is a Writer over an http.Header: the adapters for
-// net/http and gin implement it. Serve sets the rate-limit headers in the
+// net/http, gin and echo implement it. Serve sets the rate-limit headers in the
 // map itself, at the cost of a fraction of an allocation per response: the
 // values it builds (RateLimit, the numbers of the draft-06 and legacy
 // fields, Retry-After), with their []string, in chunks of memory shared by

@@ -166,6 +166,15 @@
 // its deadline, or the store has not yet seen a reply (its first calls
 // carry no deadline, are never sent inline, and rely on the undoing alone).
 //
+// A key holds the live receipts of at most 16 lanes (a lane is a Store's
+// queue for one node, and its new receipt in a key replaces its old one).
+// While 16 other lanes' receipts are live in a key, up to 1.2s past their
+// calls' deadlines, a call of another lane sent inline that may leave one
+// (a Take, a Charge, a Refund) changes nothing: the script refuses it
+// unrun, and the store sends it again as a call that is not inline (see
+// Batching), without a receipt. It is decided once, for one round trip
+// more.
+//
 // # Cluster, Ring, Sentinel
 //
 // Client is satisfied by *redis.Client, *redis.ClusterClient, *redis.Ring

@@ -91,7 +91,7 @@ func TestSecondSendRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a Take after SCRIPT FLUSH: %v", err)
 	}
-	if d, err := decode(&op, reply); err != nil || !d.Allowed || d.Remaining != 9 {
+	if d, err := decode(&op, s.prepare(op.Plan).leased, reply); err != nil || !d.Allowed || d.Remaining != 9 {
 		t.Errorf("a Take after SCRIPT FLUSH = %+v, %v; want allowed, 9 left", d, err)
 	}
 }
@@ -149,7 +149,7 @@ func testSameTakeTwice(t *testing.T, c *redis.Client, s *Store, key string, limi
 	}
 	op := engine.Op{Plan: planOf("", limits...), Kind: engine.Take, Key: key, Cost: 6}
 	first := runTwice(t, c, s, &op)
-	if d, err := decode(&op, first); err != nil || !d.Allowed {
+	if d, err := decode(&op, s.prepare(op.Plan).leased, first); err != nil || !d.Allowed {
 		t.Errorf("first run = %+v, %v, want allowed", d, err)
 	}
 	d, err := s.Apply(ctx, engine.Op{Plan: planOf("", limits...), Kind: engine.Peek, Key: key})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -156,14 +157,16 @@ func TestInlineLostReplyIsUndone(t *testing.T) {
 // Each lane keeps one receipt in a key; a key holds at most 16 of other
 // lanes' live receipts. A seventeenth lane's call is refused by the script
 // unrun, and sent again by a worker without a receipt: every call is
-// admitted once.
+// admitted once, and the seventeenth costs one round trip more.
 func TestInlineReceiptsAreBounded(t *testing.T) {
-	c := newClient(t)
 	prefix := testPrefix()
 	limit := core.Per(1000, time.Hour).WithAlgorithm(core.GCRA)
 	ctx := context.Background()
 	var lim *core.Limiter
 	for i := range 17 {
+		c := newClient(t)
+		sends := new(scriptSends)
+		c.AddHook(sends)
 		s := newStore(t, c, WithPrefix(prefix))
 		var err error
 		if lim, err = core.New(s, limit); err != nil {
@@ -172,8 +175,12 @@ func TestInlineReceiptsAreBounded(t *testing.T) {
 		if _, err := lim.Allow(ctx, "warm"); err != nil { // teaches the server's clock
 			t.Fatal(err)
 		}
+		sends.n.Store(0)
 		if d, err := lim.Allow(ctx, "shared"); err != nil || !d.Allowed {
 			t.Fatalf("store %d: Allow = %+v, %v; want allowed", i, d, err)
+		}
+		if n, want := sends.n.Load(), int64(1+i/16); n != want {
+			t.Errorf("store %d: Allow took %d round trips, want %d", i, n, want)
 		}
 		if n, want := receiptsIn(t, c, s, lim.Name(), "shared"), min(i+1, 16); n != want {
 			t.Errorf("after %d lanes' calls the key holds %d receipts, want %d", i+1, n, want)
@@ -187,6 +194,32 @@ func TestInlineReceiptsAreBounded(t *testing.T) {
 		t.Errorf("Remaining = %d, want %d: each of 17 calls admitted once", d.Remaining, 1000-17)
 	}
 }
+
+// scriptSends is a redis.Hook that counts the round trips that carry a
+// script: each EVALSHA or EVAL sent alone, and each pipeline holding one.
+type scriptSends struct{ n atomic.Int64 }
+
+func (h *scriptSends) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptSends) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isScriptCmd(cmd) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptSends) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, isScriptCmd) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func isScriptCmd(cmd redis.Cmder) bool { return cmd.Name() == "evalsha" || cmd.Name() == "eval" }
 
 // A receipt keeps its key until it expires, receiptLife after its call's
 // deadline, even when the limits are replenished sooner; the key's TTL is

@@ -267,7 +267,7 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
 	}
-	res, err := decode(&op, reply)
+	res, err := decode(&op, c.leased, reply)
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("redisstore: %s %.64q: %w", op.Kind, op.Key, err)
 	}
@@ -451,7 +451,7 @@ func (s *Store) compensate(c *call, v any) {
 	case !c.undoable():
 		return
 	case op.Kind == engine.Take:
-		res, err := decode(op, v)
+		res, err := decode(op, c.leased, v)
 		if err != nil || !res.Allowed {
 			return // expired, or denied: nothing to undo
 		}
@@ -577,9 +577,10 @@ func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err,
 // decode builds the Result of op from the script's reply: after the
 // server's time (8 bytes), EXPIRED, a fast reply (see decodeFast) or a
 // general one, 5 little-endian doubles per limit (allowed, retry or delay
-// µs, remaining, reset µs, window µs), each an integer below 2^53, and for
-// a plan with a Concurrency limit one more, the lease.
-func decode(op *engine.Op, reply any) (engine.Result, error) {
+// µs, remaining, reset µs, window µs), each an integer below 2^53, and when
+// leased (op's plan has a Concurrency limit, as prepared.leased records)
+// one more, the lease.
+func decode(op *engine.Op, leased bool, reply any) (engine.Result, error) {
 	r, ok := reply.(string)
 	if !ok || len(r) < 9 {
 		return engine.Result{}, fmt.Errorf("%w: %T of length %d", ErrReply, reply, len(r))
@@ -593,7 +594,7 @@ func decode(op *engine.Op, reply any) (engine.Result, error) {
 	}
 	n := len(op.Plan.Limits)
 	var lease int64
-	if hasConcurrency(op.Plan) {
+	if leased {
 		if len(r) != 40*n+8 {
 			return engine.Result{}, fmt.Errorf("%w: %T of length %d for %d limits and a lease", ErrReply, reply, len(r), n)
 		}

@@ -85,7 +85,7 @@ func TestScopedKeysAreDistinct(t *testing.T) {
 func TestDecodeRejectsBadReplies(t *testing.T) {
 	op := engine.Op{Plan: planOf("", core.PerSecond(1)), Key: "k", Cost: 1}
 	for _, reply := range []any{nil, "x", int64(1), []any{}, []any{int64(1), int64(0), int64(0)}, []any{int64(1), "0", int64(0), int64(0)}, []any{int64(1), nil, int64(0), int64(0)}} {
-		if _, err := decode(&op, reply); !errors.Is(err, ErrReply) {
+		if _, err := decode(&op, false, reply); !errors.Is(err, ErrReply) {
 			t.Errorf("decode(%#v) = %v, want an error wrapping ErrReply", reply, err)
 		}
 	}
