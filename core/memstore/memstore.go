@@ -95,21 +95,23 @@ type expiring struct {
 // with hashed set, and found only by keys that are hashed too: a short key
 // equal to a digest is another key.
 type entry struct {
-	// What eviction reads comes first: 128 bytes, two cache lines (entries
-	// are 192 bytes, so aligned to 64).
-	states  []engine.State
-	sizes   []size          // sizes[i]: the numbers of the limit that last stepped states[i]
+	// What a decision on an existing key reads comes first, in the first
+	// 120 bytes, two cache lines (entries are 192 bytes, so aligned to
+	// 64): over many keys, each line it touches is a cache miss. Eviction
+	// reads states, expires and sizes.
+	plan    *engine.Plan
+	next    *entry         // the entry of another scope of the same key
+	states  []engine.State // its first n are the last operation's
+	n       int
+	slot    int32           // index in the shard's heap
+	hashed  bool            // the map key is the SHA-256 digest of a long key
 	one     [1]engine.State // storage for the common single-limit case
-	oneSize [1]size
-	expires int64 // µs; after it every state equals a fresh one
+	expires int64           // µs; after it every state equals a fresh one
 
-	next   *entry // the entry of another scope of the same key
-	scope  string
-	key    string // the map key, for removal by the heap and by eviction
-	plan   *engine.Plan
-	n      int
-	slot   int32 // index in the shard's heap
-	hashed bool  // the map key is the SHA-256 digest of a long key
+	sizes   []size // sizes[i]: the numbers of the limit that last stepped states[i]
+	oneSize [1]size
+	scope   string
+	key     string // the map key, for removal by the heap and by eviction
 }
 
 // size is what engine.Debt needs of a limit besides its state: kept per
