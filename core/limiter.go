@@ -51,6 +51,14 @@ type Limiter struct {
 	// plan for every key, an InProcess store, the store's clock, and no
 	// observer or deny cache.
 	direct bool
+	// taker is the store when l.direct, l has one limit and the store
+	// has a Take (see Store); nil otherwise.
+	taker taker
+}
+
+// taker is the optional method of a Store described in Store's doc.
+type taker interface {
+	Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error)
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -153,6 +161,9 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 		l.deny.grace = l.timeout
 	}
 	l.direct = l.plan != nil && l.limitsFn == nil && l.inProcess && l.clock == nil && l.obs == nil && l.deny == nil
+	if t, ok := store.(taker); ok && l.direct && len(l.limits) == 1 {
+		l.taker = t // one limit: decide needs no Result.Limits
+	}
 	return l, nil
 }
 
@@ -249,6 +260,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decisio
 // zero: a Decision is large, and every call level that returns one copies
 // it several times.
 func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision) (err error) {
+	if l.taker != nil {
+		return l.takeBrief(ctx, key, cost, d)
+	}
 	op := engine.Op{Plan: l.plan, Key: key, Cost: cost}
 	res, err := l.store.Apply(ctx, op)
 	if err != nil {
@@ -256,6 +270,26 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 		return err
 	}
 	decide(d, l.limits, cost, &res)
+	return nil
+}
+
+// takeBrief is take through the store's Take (taker), for one limit: it
+// is decide from a Brief held in registers (its address is never taken,
+// which would make the compiler copy it to memory and back).
+func (l *Limiter) takeBrief(ctx context.Context, key string, cost int64, d *Decision) error {
+	b, err := l.taker.Take(ctx, l.plan, key, cost)
+	if err != nil {
+		*d, err = l.failed(ctx, engine.Op{Plan: l.plan, Key: key, Cost: cost}, l.limits, err, nil)
+		return err
+	}
+	d.Allowed, d.Cost, d.Remaining, d.Lease = b.Allowed, cost, b.Remaining, b.Lease
+	d.ResetAfter, d.EffectiveWindow = micros(b.Reset), micros(b.Window)
+	d.Limit = l.limits[0]
+	if b.Allowed {
+		d.Delay = micros(b.Delay)
+	} else {
+		d.RetryAfter = micros(b.Retry)
+	}
 	return nil
 }
 

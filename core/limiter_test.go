@@ -264,52 +264,65 @@ func TestNewRejectsDuplicateNamesAndSaysWhy(t *testing.T) {
 }
 
 // A Limiter with one set of limits on an in-process store, no clock, no
-// observer and no deny cache takes a shorter path for Allow and AllowN:
-// it decides as the general path does, errors included. Here the store's
-// clock and the other Limiter's clock are one manual clock.
+// observer and no deny cache takes a shorter path for Allow and AllowN
+// (through the store's Take for one limit, memstore's): it decides as the
+// general path does, errors included. Here the store's clock and the other
+// Limiter's clock are one manual clock.
 func TestTheDirectPathDecidesAsTheGeneralOne(t *testing.T) {
 	ctx := context.Background()
 	for _, alg := range core.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			clock := newManualClock(t0)
-			limits := []core.Option{core.PerSecond(5).WithAlgorithm(alg).WithBurst(3)}
-			if alg == core.Concurrency {
-				limits = []core.Option{core.InFlight(5, time.Second)}
-			}
-			direct, err := core.New(memstore.New(memstore.WithSweepInterval(0), memstore.WithClock(clock)), limits...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			general, err := core.New(memstore.New(memstore.WithSweepInterval(0)), append(limits, core.WithClock(clock))...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !core.Direct(direct) || core.Direct(general) {
-				t.Fatalf("Direct(direct), Direct(general) = %v, %v; want true, false", core.Direct(direct), core.Direct(general))
-			}
-			check := func(step string, cost int64, key string) {
-				t.Helper()
-				var d1, d2 core.Decision
-				var err1, err2 error
-				if cost == 1 {
-					d1, err1 = direct.Allow(ctx, key)
-					d2, err2 = general.Allow(ctx, key)
-				} else {
-					d1, err1 = direct.AllowN(ctx, key, cost)
-					d2, err2 = general.AllowN(ctx, key, cost)
-				}
-				if !reflect.DeepEqual(d1, d2) || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
-					t.Fatalf("%s: AllowN(%q, %d) = %+v, %v on the direct path, want %+v, %v", step, key, cost, d1, err1, d2, err2)
-				}
-			}
-			costs := []int64{1, 1, 2, 0, 4, 1, 9, -1, 1, 3}
-			for i := range 200 {
-				clock.Set(t0.Add(time.Duration(i*i%997) * 7 * time.Millisecond))
-				check(fmt.Sprintf("step %d", i), costs[i%len(costs)], []string{"a", "b", ""}[i%3])
-			}
-			direct.Store().Close()
-			general.Store().Close()
-			check("after Close", 1, "a")
-		})
+		for _, n := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s with %d limits", alg, n), func(t *testing.T) {
+				testDirectPath(ctx, t, alg, n)
+			})
+		}
 	}
+}
+
+func testDirectPath(ctx context.Context, t *testing.T, alg core.Algorithm, n int) {
+	clock := newManualClock(t0)
+	limits := []core.Option{core.PerSecond(5).WithAlgorithm(alg).WithBurst(3)}
+	if alg == core.Concurrency {
+		limits = []core.Option{core.InFlight(5, time.Second)}
+	}
+	if n == 2 {
+		limits = append(limits, core.PerMinute(40).Named("minute"))
+	}
+	direct, err := core.New(memstore.New(memstore.WithSweepInterval(0), memstore.WithClock(clock)), limits...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	general, err := core.New(memstore.New(memstore.WithSweepInterval(0)), append(limits, core.WithClock(clock))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !core.Direct(direct) || core.Direct(general) {
+		t.Fatalf("Direct(direct), Direct(general) = %v, %v; want true, false", core.Direct(direct), core.Direct(general))
+	}
+	if got, want := core.TakesInBrief(direct), n == 1; got != want {
+		t.Fatalf("TakesInBrief(direct) with %d limits = %v, want %v", n, got, want)
+	}
+	check := func(step string, cost int64, key string) {
+		t.Helper()
+		var d1, d2 core.Decision
+		var err1, err2 error
+		if cost == 1 {
+			d1, err1 = direct.Allow(ctx, key)
+			d2, err2 = general.Allow(ctx, key)
+		} else {
+			d1, err1 = direct.AllowN(ctx, key, cost)
+			d2, err2 = general.AllowN(ctx, key, cost)
+		}
+		if !reflect.DeepEqual(d1, d2) || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+			t.Fatalf("%s: AllowN(%q, %d) = %+v, %v on the direct path, want %+v, %v", step, key, cost, d1, err1, d2, err2)
+		}
+	}
+	costs := []int64{1, 1, 2, 0, 4, 1, 9, -1, 1, 3}
+	for i := range 200 {
+		clock.Set(t0.Add(time.Duration(i*i%997) * 7 * time.Millisecond))
+		check(fmt.Sprintf("step %d", i), costs[i%len(costs)], []string{"a", "b", ""}[i%3])
+	}
+	direct.Store().Close()
+	general.Store().Close()
+	check("after Close", 1, "a")
 }

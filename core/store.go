@@ -12,6 +12,16 @@ import (
 // definition of every algorithm that every store shares (or, like the
 // Redis store, with a port of it that the storetest suite holds to
 // identical results). Implementations must be safe for concurrent use.
+//
+// An InProcess store may also have a method
+//
+//	Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error)
+//
+// which does what Apply does for a Take of cost for key under plan, and
+// returns the Result in brief: a Limiter of one limit, with no clock,
+// observer or deny cache of its own, calls it instead of Apply. Passed in
+// registers, its arguments and Brief save copying an Op and a Result
+// through memory on every decision (memstore has it).
 type Store interface {
 	// Apply runs op atomically over all the limits of op.Plan for op.Key,
 	// and returns the Result. It returns an error, and changes nothing,

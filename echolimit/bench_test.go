@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -18,12 +17,12 @@ import (
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
-// benchQuota and benchPeriod are the limit of every benchmark: a quota no
-// run reaches, so that every request takes the common path (existing key,
-// allowed).
+// benchQuota and benchPeriod are the limit of every benchmark
+// (guardtest.BenchQuota per BenchPeriod): a rate no run reaches, so that
+// every request takes the common path (existing key, allowed).
 const (
-	benchQuota  = 1 << 30
-	benchPeriod = time.Hour
+	benchQuota  = guardtest.BenchQuota
+	benchPeriod = guardtest.BenchPeriod
 )
 
 // discard is a ResponseWriter that keeps nothing, so that the benchmarks

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/limiter"
@@ -23,18 +22,22 @@ import (
 // network, resetting the response and the user values between requests as
 // fasthttp's server does. The handler answers 204.
 
-// benchQuota is a quota no run reaches, so that every request is admitted
-// and the common path (an existing key, allowed) is measured.
-const benchQuota = 1 << 30
+// benchQuota per benchPeriod (guardtest's) is a rate no run reaches, so
+// that every request is admitted and the common path (an existing key,
+// allowed) is measured.
+const (
+	benchQuota  = guardtest.BenchQuota
+	benchPeriod = guardtest.BenchPeriod
+)
 
 func sink(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) }
 
-// benchLimiter is one fixed-window limit of benchQuota per hour on a
+// benchLimiter is one fixed-window limit of benchQuota per benchPeriod on a
 // memstore with its default clock and sweeping.
 func benchLimiter(b *testing.B) *core.Limiter {
 	b.Helper()
 	st := newMemstore(b)
-	lim, err := core.New(st, core.Per(benchQuota, time.Hour).WithAlgorithm(core.FixedWindow).Named("bench"))
+	lim, err := core.New(st, core.Per(benchQuota, benchPeriod).WithAlgorithm(core.FixedWindow).Named("bench"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,7 +47,7 @@ func benchLimiter(b *testing.B) *core.Limiter {
 // fiberLimiter is fiber's own middleware/limiter with the same limit, on
 // its default memory storage (fixed window, keyed by c.IP()).
 func fiberLimiter() fiber.Handler {
-	return limiter.New(limiter.Config{Max: benchQuota, Expiration: time.Hour})
+	return limiter.New(limiter.Config{Max: benchQuota, Expiration: benchPeriod})
 }
 
 // newApp returns an app with mw (if any) in front of sink on "/".
@@ -179,7 +182,7 @@ func checkDistinct(b *testing.B, as []net.Addr) {
 // allocations of DESIGN §5 (it costs 1: the peer's address as a string;
 // the key is part of it, the headers are copied into fasthttp's buffers).
 func TestAllocationsPerRequest(t *testing.T) {
-	lim := newLimiter(t, nil, core.Per(benchQuota, time.Hour).Named("bench"))
+	lim := newLimiter(t, nil, core.Per(benchQuota, benchPeriod).Named("bench"))
 	h := newApp(fiberlimit.New(lim))
 	fctx := newCtx(addrs(1)[0])
 	got := testing.AllocsPerRun(1000, func() { serveOne(h, fctx) })

@@ -228,7 +228,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			}
 		}
 	}
-	g.setHeaders(w, listing{entries: ch.entries, buf: ch.buf[:0]})
+	g.setHeaders(w, &listing{entries: ch.entries, buf: ch.buf[:0]})
 	open = false // the handler's now: pass settles it
 	g.pass(r, next, ch, uses, charges)
 	return nil
@@ -316,7 +316,7 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 		ls.extra = g.unasked(r, ch, rule)
 	}
 	ls.extra = append(ls.extra, g.routes.inner(routeOf(r))...)
-	dn.Policies = g.setHeaders(w, ls)
+	dn.Policies = g.setHeaders(w, &ls)
 	if g.hookDeny != nil {
 		g.hookDeny(r, dn)
 	}
@@ -375,7 +375,7 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 	}
 	ch.stop(r, errors.Is(err, ErrWait))
 	if outer > 0 {
-		g.setHeaders(w, listing{entries: ch.entries[:outer], buf: ch.buf[:0]})
+		g.setHeaders(w, &listing{entries: ch.entries[:outer], buf: ch.buf[:0]})
 	}
 	if g.hookError != nil {
 		g.hookError(r, err)

@@ -150,12 +150,12 @@ type listing struct {
 // limits are listed in the draft-11 RateLimit-Policy, so that the list
 // stays the same on every response, but it has no RateLimit item, and
 // nothing in the draft-06 and legacy styles; so for a cost above capacity.
-func (g *Guard) setHeaders(w Writer, ls listing) []string {
+func (g *Guard) setHeaders(w Writer, ls *listing) []string {
 	dn := ls.dn
 	if g.style == HeadersNone && dn == nil {
 		return nil
 	}
-	pc := g.policies(&ls)
+	pc := g.policies(ls)
 	switch g.style {
 	case HeadersDraft11:
 		setPolicy(w, pc)
@@ -180,7 +180,7 @@ func (g *Guard) setHeaders(w Writer, ls listing) []string {
 			setHeaderBytes(w, HeaderRateLimit, b)
 		}
 	case HeadersDraft06, HeadersLegacy:
-		at := binding(&ls)
+		at := binding(ls)
 		if at < 0 {
 			break
 		}

@@ -34,6 +34,14 @@ func parseNodeText(s string) (a netip.Addr, v4 string, ok bool) {
 	if s == "" {
 		return netip.Addr{}, "", false
 	}
+	if a, host, ok := parseIPv4Port(s); ok {
+		return a, host, true
+	}
+	return parseNodeGeneral(s)
+}
+
+// parseNodeGeneral is parseNodeText for every form; s is not empty.
+func parseNodeGeneral(s string) (a netip.Addr, v4 string, ok bool) {
 	var host string
 	var v6 bool
 	if s[0] == '[' {
@@ -69,6 +77,63 @@ func parseNodeText(s string) (a netip.Addr, v4 string, ok bool) {
 	return a.Unmap().WithZone(""), "", true
 }
 
+// parseIPv4Port parses s when it is an IPv4 address in canonical form
+// (four decimal fields of at most 255, no leading zeros: the only form
+// netip.ParseAddr accepts) with or without a decimal port, as RemoteAddr
+// holds a TCP peer: it returns the address and its text. It reports false
+// for every other s, which parseNodeText then parses in full, so it
+// accepts nothing parseNodeText would reject. It is parseNodeText's common
+// case in one pass, without netip's general parser.
+func parseIPv4Port(s string) (a netip.Addr, host string, ok bool) {
+	var ip [4]byte
+	field, i := 0, 0
+	for {
+		start, v := i, 0
+		for i < len(s) && i-start < 4 && '0' <= s[i] && s[i] <= '9' {
+			v = v*10 + int(s[i]-'0')
+			i++
+		}
+		digits := i - start
+		if digits == 0 || digits > 3 || v > 255 || digits > 1 && s[start] == '0' {
+			return netip.Addr{}, "", false
+		}
+		ip[field] = byte(v)
+		if field++; field == 4 {
+			break
+		}
+		if i == len(s) || s[i] != '.' {
+			return netip.Addr{}, "", false
+		}
+		i++
+	}
+	switch {
+	case i == len(s):
+	case s[i] == ':' && decimalPort(s[i+1:]):
+	default:
+		return netip.Addr{}, "", false
+	}
+	return netip.AddrFrom4(ip), s[:i], true
+}
+
+// decimalPort reports whether p is a decimal port: at most 65535, leading
+// zeros allowed.
+func decimalPort(p string) bool {
+	if p == "" {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c < '0' || c > '9' {
+			return false
+		}
+		if n = n*10 + int(c-'0'); n > 65535 {
+			return false
+		}
+	}
+	return true
+}
+
 // validPort reports whether p is a decimal port (at most 65535) or an
 // RFC 7239 obfuscated port.
 func validPort(p string) bool {
@@ -87,17 +152,7 @@ func validPort(p string) bool {
 		}
 		return true
 	}
-	n := 0
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c < '0' || c > '9' {
-			return false
-		}
-		if n = n*10 + int(c-'0'); n > 65535 {
-			return false
-		}
-	}
-	return true
+	return decimalPort(p)
 }
 
 func isAlnum(c byte) bool {

@@ -185,3 +185,59 @@ func TestLastXFFElement(t *testing.T) {
 		})
 	}
 }
+
+// parseIPv4Port is parseNodeText's shortcut for the common RemoteAddr: it
+// must accept only what the general parser accepts, with the same result.
+func checkIPv4Port(t *testing.T, s string) {
+	t.Helper()
+	a, host, ok := parseIPv4Port(s)
+	if !ok {
+		return
+	}
+	wa, whost, wok := parseNodeGeneral(s)
+	if !wok || a != wa || host != whost {
+		t.Fatalf("parseIPv4Port(%q) = %v, %q, true; the general parser says %v, %q, %v", s, a, host, wa, whost, wok)
+	}
+}
+
+func TestParseIPv4Port(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // the host text, "" when the shortcut declines
+	}{
+		{"192.0.2.7:4321", "192.0.2.7"},
+		{"192.0.2.7", "192.0.2.7"},
+		{"0.0.0.0:0", "0.0.0.0"},
+		{"255.255.255.255:65535", "255.255.255.255"},
+		{"1.2.3.4:00080", "1.2.3.4"},
+		{"1.2.3.4:65536", ""},
+		{"1.2.3.4:", ""},
+		{"1.2.3.4:_obf", ""}, // the general parser takes obfuscated ports
+		{"256.1.1.1", ""},
+		{"01.2.3.4", ""},
+		{"1.2.3", ""},
+		{"1.2.3.4.5", ""},
+		{"1..3.4", ""},
+		{"1.2.3.4 ", ""},
+		{"1234.1.1.1", ""},
+		{"::ffff:1.2.3.4", ""},
+		{"[1.2.3.4]:80", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			_, host, ok := parseIPv4Port(tt.in)
+			if host != tt.want || ok != (tt.want != "") {
+				t.Errorf("parseIPv4Port(%q) = %q, %v, want %q", tt.in, host, ok, tt.want)
+			}
+			checkIPv4Port(t, tt.in)
+		})
+	}
+}
+
+func FuzzParseIPv4Port(f *testing.F) {
+	for _, s := range []string{"192.0.2.7:4321", "1.2.3.4", "1.2.3.4:_x", "01.2.3.4:1", "255.255.255.256", "9.9.9.9:99999"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkIPv4Port)
+}

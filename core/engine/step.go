@@ -119,6 +119,20 @@ type Result struct {
 	Limits []LimitResult
 }
 
+// A Brief is a Result without Binding and Limits: for a plan of one limit,
+// all of it. With an error it is nine words, which Go returns in
+// registers, where it returns a Result through memory: an in-process
+// store's Take returns one (see core.Store). Its fields are the Result's.
+type Brief struct {
+	Allowed   bool
+	Remaining int64
+	Reset     int64
+	Retry     int64
+	Delay     int64
+	Window    int64
+	Lease     int64
+}
+
 // LimitResult is one limit's part of a Result.
 type LimitResult struct {
 	Allowed   bool  // this limit alone would admit the cost

@@ -95,21 +95,23 @@ type expiring struct {
 // with hashed set, and found only by keys that are hashed too: a short key
 // equal to a digest is another key.
 type entry struct {
-	// What eviction reads comes first: 128 bytes, two cache lines (entries
-	// are 192 bytes, so aligned to 64).
-	states  []engine.State
-	sizes   []size          // sizes[i]: the numbers of the limit that last stepped states[i]
+	// What a decision on an existing key reads comes first, in the first
+	// 120 bytes, two cache lines (entries are 192 bytes, so aligned to
+	// 64): over many keys, each line it touches is a cache miss. Eviction
+	// reads states, expires and sizes.
+	plan    *engine.Plan
+	next    *entry         // the entry of another scope of the same key
+	states  []engine.State // its first n are the last operation's
+	n       int
+	slot    int32           // index in the shard's heap
+	hashed  bool            // the map key is the SHA-256 digest of a long key
 	one     [1]engine.State // storage for the common single-limit case
-	oneSize [1]size
-	expires int64 // µs; after it every state equals a fresh one
+	expires int64           // µs; after it every state equals a fresh one
 
-	next   *entry // the entry of another scope of the same key
-	scope  string
-	key    string // the map key, for removal by the heap and by eviction
-	plan   *engine.Plan
-	n      int
-	slot   int32 // index in the shard's heap
-	hashed bool  // the map key is the SHA-256 digest of a long key
+	sizes   []size // sizes[i]: the numbers of the limit that last stepped states[i]
+	oneSize [1]size
+	scope   string
+	key     string // the map key, for removal by the heap and by eviction
 }
 
 // size is what engine.Debt needs of a limit besides its state: kept per
@@ -237,11 +239,18 @@ func New(opts ...Option) *Store {
 
 // Apply implements core.Store.
 func (s *Store) Apply(ctx context.Context, op engine.Op) (res engine.Result, err error) {
+	err = s.apply(&op, &res)
+	return res, err
+}
+
+// apply is Apply with op and its Result in place: it writes the Result to
+// res, which is zero.
+func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 	if s.closed.Load() {
-		return res, fmt.Errorf("memstore: %s: %w", op.Kind, core.ErrClosed)
+		return fmt.Errorf("memstore: %s: %w", op.Kind, core.ErrClosed)
 	}
 	if op.Plan == nil {
-		return res, op.Validate()
+		return op.Validate()
 	}
 	now := op.Now
 	if now == 0 {
@@ -260,18 +269,31 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (res engine.Result, err
 	}
 	switch {
 	case e == nil:
-		res, err = s.applyNew(sh, key, hashed, &op, now)
+		err = s.applyNew(sh, key, hashed, op, now, res)
 	case e.plan == op.Plan:
 		var keep int64
-		keep, err = engine.Step(&op, now, e.states[:e.n], &res)
+		keep, err = engine.Step(op, now, e.states[:e.n], res)
 		if err == nil {
 			e.settle(sh, now, keep)
 		}
 	default:
-		res, err = e.applyMixed(sh, &op, now)
+		err = e.applyMixed(sh, op, now, res)
 	}
 	sh.mu.Unlock()
-	return res, err
+	return err
+}
+
+// Take does what Apply does for a Take of cost units for key under plan at
+// the store's clock, and returns the Result in brief (see core.Store): a
+// core.Limiter of one limit calls it instead of Apply. For a plan of
+// several limits the Brief holds the combined Result's numbers, without
+// those of each limit.
+func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error) {
+	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
+	var res engine.Result
+	err := s.apply(&op, &res)
+	return engine.Brief{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset, Retry: res.Retry,
+		Delay: res.Delay, Window: res.Window, Lease: res.Lease}, err
 }
 
 // remove unlinks e from its key's chain and the heap. sh.mu is held.
@@ -338,7 +360,7 @@ func (e *entry) debt(now int64) float64 {
 // (fresh ones for layouts the key has no state for) and stores them back,
 // first and in order, so that the next op of the same plan takes the fast
 // path. Nothing changes on error. sh.mu is held.
-func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64) (engine.Result, error) {
+func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64, res *engine.Result) error {
 	limits := op.Plan.Limits
 	n := len(limits)
 	var buf [4]engine.State
@@ -358,10 +380,9 @@ func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64) (engine.Result, 
 			}
 		}
 	}
-	var res engine.Result
-	keep, err := engine.Step(op, now, scratch, &res)
+	keep, err := engine.Step(op, now, scratch, res)
 	if err != nil {
-		return res, err
+		return err
 	}
 	aligned := len(e.states) >= n
 	for i := 0; aligned && i < n; i++ {
@@ -372,7 +393,7 @@ func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64) (engine.Result, 
 		e.n, e.plan = n, op.Plan
 		e.note(limits)
 		e.settle(sh, now, keep)
-		return res, nil
+		return nil
 	}
 	// The op's states first, in order; then the other layouts' states.
 	states := make([]engine.State, 0, len(e.states)+n)
@@ -387,7 +408,7 @@ func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64) (engine.Result, 
 	e.states, e.sizes, e.n, e.plan = states, sizes, n, op.Plan
 	e.note(limits)
 	e.settle(sh, now, keep)
-	return res, nil
+	return nil
 }
 
 func taken(src []int, j int) bool {
@@ -401,7 +422,7 @@ func taken(src []int, j int) bool {
 
 // applyNew applies op to a key with no entry, on fresh scratch states that
 // are stored only if they differ from fresh ones afterwards. sh.mu is held.
-func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now int64) (engine.Result, error) {
+func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now int64, res *engine.Result) error {
 	limits := op.Plan.Limits
 	var buf [4]engine.State
 	var states []engine.State
@@ -410,10 +431,9 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now 
 	} else {
 		states = make([]engine.State, len(limits))
 	}
-	var res engine.Result
-	keep, err := engine.Step(op, now, states, &res)
+	keep, err := engine.Step(op, now, states, res)
 	if err != nil || keep == 0 {
-		return res, err
+		return err
 	}
 	if len(sh.heap) >= s.perShard {
 		s.evict(sh, now)
@@ -432,7 +452,7 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now 
 	}
 	sh.m[e.key] = e
 	sh.push(e)
-	return res, nil
+	return nil
 }
 
 // cloneString returns a copy of s that does not share memory with the

@@ -570,3 +570,42 @@ func planOf(scope string, limits ...core.Limit) *engine.Plan {
 	p, _ := plans.LoadOrStore(k, storetest.Plan(scope, limits...))
 	return p.(*engine.Plan)
 }
+
+// Take is Apply of a Take, with the Result in brief: on two stores that
+// share a clock, the same Takes give the same numbers, for plans of one
+// limit (whose Brief is all of the Result) and of several (the combined
+// numbers), denials, invalid costs and a closed store included.
+func TestTakeIsApplyInBrief(t *testing.T) {
+	ctx := context.Background()
+	for _, alg := range core.Algorithms() {
+		one := core.PerSecond(5).WithAlgorithm(alg).WithBurst(3)
+		if alg == core.Concurrency {
+			one = core.InFlight(5, time.Second)
+		}
+		for _, limits := range [][]core.Limit{{one}, {one, core.PerMinute(40).Named("minute"), core.PerHour(100).Named("hour")}} {
+			t.Run(fmt.Sprintf("%s, %d limits", alg, len(limits)), func(t *testing.T) {
+				clock := &manualClock{t: epoch}
+				brief, full := New(WithClock(clock), WithSweepInterval(0)), New(WithClock(clock), WithSweepInterval(0))
+				plan := planOf("", limits...)
+				costs := []int64{1, 1, 2, 0, 4, 1, 9, -1, 1, 3}
+				check := func(step int, key string, cost int64) {
+					t.Helper()
+					got, err1 := brief.Take(ctx, plan, key, cost)
+					res, err2 := full.Apply(ctx, engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost})
+					want := engine.Brief{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset,
+						Retry: res.Retry, Delay: res.Delay, Window: res.Window, Lease: res.Lease}
+					if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() || err1 == nil && got != want {
+						t.Fatalf("step %d: Take(%q, %d) = %+v, %v; Apply's Result in brief is %+v, %v", step, key, cost, got, err1, want, err2)
+					}
+				}
+				for i := range 300 {
+					clock.t = epoch.Add(time.Duration(i*i%997) * 7 * time.Millisecond)
+					check(i, []string{"a", "b"}[i%2], costs[i%len(costs)])
+				}
+				brief.Close()
+				full.Close()
+				check(-1, "a", 1)
+			})
+		}
+	}
+}
