@@ -250,7 +250,10 @@
 // refused" where the Limiter logged "context deadline exceeded". To see
 // dials, New adds a hook (redis.Hook, observing only) to a *redis.Client
 // or failover client, and to each Cluster master's client the store sends
-// to; it reports nothing once the store is closed. Observers also see
+// to; it reports nothing once the store is closed. go-redis cannot remove
+// a hook, so each store made on a client leaves a small one behind, which
+// holds the store weakly: a closed store is collected even while its
+// client lives on. Observers also see
 // script loads, redirects, topology reloads and compensations, which the
 // log shows at debug level (failed undos as warnings).
 package redisstore

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 
@@ -111,16 +112,23 @@ type hookable interface{ AddHook(redis.Hook) }
 // dialWatch is a go-redis hook that reports each dial that fails
 // (EventStoreFailure): while go-redis retries a dial, the callers waiting
 // on it see only their deadline, and this is where the real cause shows.
+// go-redis cannot remove a hook, and a client often outlives the stores
+// made on it (one per tenant, a new one at each reload): the hook holds
+// its store weakly, so that a store no one uses any more is collected,
+// leaving behind only this small value in the client's hooks.
 type dialWatch struct {
-	s    *Store
+	s    weak.Pointer[Store]
 	addr string // the lane's
 }
 
 func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
-		if err != nil && !isContextErr(err) && !w.s.closed.Load() {
-			w.s.eventMsg(context.Background(), core.EventStoreFailure, w.addr, 1, err, "redisstore: could not connect to Redis")
+		if err == nil || isContextErr(err) {
+			return conn, err
+		}
+		if s := w.s.Value(); s != nil && !s.closed.Load() {
+			s.eventMsg(context.Background(), core.EventStoreFailure, w.addr, 1, err, "redisstore: could not connect to Redis")
 		}
 		return conn, err
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -151,5 +153,43 @@ func TestNewRejectsNilObserverAndLogger(t *testing.T) {
 		if _, err := New(c, opt); !errors.Is(err, ErrConfig) {
 			t.Errorf("New with a nil observer or logger = %v, want ErrConfig", err)
 		}
+	}
+}
+
+// A store hooks into its client to report failed dials; a client outlives
+// the stores made on it (a store per tenant, a new one at each
+// configuration reload), so a closed store must not stay reachable from
+// the client: here 50 stores made, used and closed on one client are all
+// collected.
+func TestClosedStoresAreNotKeptByTheirClient(t *testing.T) {
+	c := newClient(t)
+	var collected atomic.Int64
+	const n = 50
+	for range n {
+		s, err := New(c, WithPrefix(testPrefix()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim, err := core.New(s, core.PerSecond(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lim.Allow(context.Background(), "k"); err != nil {
+			t.Fatal(err)
+		}
+		deleteKeys(c, s.prefix)
+		s.Close()
+		runtime.AddCleanup(s, func(*atomic.Int64) { collected.Add(1) }, &collected)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for collected.Load() < n && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := collected.Load(); got < n {
+		t.Errorf("%d of %d closed stores were collected; the client keeps the others", got, n)
+	}
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("PING after the stores closed: %v", err)
 	}
 }
