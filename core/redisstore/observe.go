@@ -115,7 +115,8 @@ type hookable interface{ AddHook(redis.Hook) }
 // go-redis cannot remove a hook, and a client often outlives the stores
 // made on it (one per tenant, a new one at each reload): the hook holds
 // its store weakly, so that a store no one uses any more is collected,
-// leaving behind only this small value in the client's hooks.
+// leaving behind only this small value in the client's hooks (a store
+// collected unclosed has no one left to report to).
 type dialWatch struct {
 	s    weak.Pointer[Store]
 	addr string // the lane's

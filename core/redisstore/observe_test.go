@@ -160,36 +160,48 @@ func TestNewRejectsNilObserverAndLogger(t *testing.T) {
 // the stores made on it (a store per tenant, a new one at each
 // configuration reload), so a closed store must not stay reachable from
 // the client: here 50 stores made, used and closed on one client are all
-// collected.
+// collected, on one server (batched and not) and on a Cluster, whose node
+// clients get hooks too.
 func TestClosedStoresAreNotKeptByTheirClient(t *testing.T) {
-	c := newClient(t)
-	var collected atomic.Int64
-	const n = 50
-	for range n {
-		s, err := New(c, WithPrefix(testPrefix()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lim, err := core.New(s, core.PerSecond(10))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := lim.Allow(context.Background(), "k"); err != nil {
-			t.Fatal(err)
-		}
-		deleteKeys(c, s.prefix)
-		s.Close()
-		runtime.AddCleanup(s, func(*atomic.Int64) { collected.Add(1) }, &collected)
+	clients := []struct {
+		name string
+		c    Client
+		opts []Option
+	}{
+		{"one server", newClient(t), nil},
+		{"one server, unbatched", newClient(t), []Option{WithBatching(0, 0)}},
+		{"a cluster", newClusterClient(t), nil},
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for collected.Load() < n && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := collected.Load(); got < n {
-		t.Errorf("%d of %d closed stores were collected; the client keeps the others", got, n)
-	}
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		t.Errorf("PING after the stores closed: %v", err)
+	for _, cc := range clients {
+		t.Run(cc.name, func(t *testing.T) {
+			var collected atomic.Int64
+			const n = 50
+			for i := range n {
+				s, err := New(cc.c, append([]Option{WithPrefix(testPrefix())}, cc.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lim, err := core.New(s, core.PerSecond(10))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range []string{"a", "b", "c", fmt.Sprint(i)} { // several cluster nodes
+					if _, err := lim.Allow(context.Background(), k); err != nil {
+						t.Fatal(err)
+					}
+				}
+				deleteKeys(cc.c, s.prefix)
+				s.Close()
+				runtime.AddCleanup(s, func(*atomic.Int64) { collected.Add(1) }, &collected)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for collected.Load() < n && time.Now().Before(deadline) {
+				runtime.GC()
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := collected.Load(); got < n {
+				t.Errorf("%d of %d closed stores were collected; the client keeps the others", got, n)
+			}
+		})
 	}
 }
