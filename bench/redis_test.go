@@ -43,7 +43,11 @@ import (
 //     operation records, which let go-redis resend a decision safely),
 //     redis_rate (go-redis/redis_rate/v10), ulule (ulule/limiter/v3's
 //     Redis store), ping (one PING per decision: the ceiling of any
-//     one-command-per-decision design).
+//     one-command-per-decision design), floor (a script that does only what
+//     any exact script-based limiter must: read the server's clock (TIME),
+//     read the key's state (GET) and write it back (SET … PX), 32 bytes as
+//     Tollgate's state of one limit, and decides nothing: the ceiling of a
+//     one-script-per-decision design, which Tollgate is).
 //
 // Tollgate runs with the Limiter's default options (a 100 ms timeout per
 // call, FailClosed): a call that times out is an error. Errors do not stop
@@ -149,8 +153,10 @@ func BenchmarkRedis(b *testing.B) {
 // each for a second in turn, and the load moves more between its cases
 // than the libraries differ). Each lib=… case and tollgate over three
 // limits (three) gets its median time per decision (p50-µs-<lib>); the
-// ratios of medians are × redis_rate and × PING in decisions per second.
-// An op is one block of each library in turn (400 decisions).
+// ratios of medians are × redis_rate and × PING in decisions per second,
+// and × floor against the floor script; floor×ping is the floor script's
+// own ratio to PING, the most any one-script-per-decision design gets
+// here. An op is one block of each library in turn (450 decisions).
 //
 //	go test -run '^$' -bench RedisLone -benchtime 40x -count 5 .
 func BenchmarkRedisLone(b *testing.B) {
@@ -204,6 +210,8 @@ func BenchmarkRedisLone(b *testing.B) {
 	b.ReportMetric(p50["redis_rate"]/p50["tollgate"], "×redis_rate")
 	b.ReportMetric(p50["ping"]/p50["tollgate"], "×ping")
 	b.ReportMetric(p50["tollgate"]/p50["three"], "three×one")
+	b.ReportMetric(p50["ping"]/p50["floor"], "floor×ping")
+	b.ReportMetric(p50["floor"]/p50["tollgate"], "×floor")
 	b.ReportMetric(float64(errs), "errors")
 	b.ReportMetric(float64(b.N*block*len(libs)), "decisions")
 }
@@ -285,6 +293,7 @@ func BenchmarkRedis64(b *testing.B) {
 	b.ReportMetric(dps["tollgate"]/dps["ping"], "×ping")
 	b.ReportMetric(dps["three"]/dps["tollgate"], "three×one")
 	b.ReportMetric(dps["tollgate"]/dps["tollgate-handoff"], "×handoff")
+	b.ReportMetric(dps["floor"]/dps["redis_rate"], "floor×redis_rate")
 	b.ReportMetric(float64(errs.Load()), "errors")
 }
 
@@ -317,6 +326,21 @@ var redisLibs = []redisLib{
 	{"ping", false, false, func(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
 		return func(ctx context.Context, _ string) error { return rdb.Ping(ctx).Err() }
 	}},
+	{"floor", false, false, newFloorScript},
+}
+
+// floorScript is the floor library's script (see BenchmarkRedis): the
+// three commands of a decision, and no decision.
+var floorScript = redis.NewScript(`local t = redis.call('TIME')
+local v = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', 10000)
+return t[2]`)
+
+func newFloorScript(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
+	prefix, state := benchPrefix("fl"), strings.Repeat("s", 32)
+	return func(ctx context.Context, key string) error {
+		return floorScript.Run(ctx, rdb, []string{prefix + key}, state).Err()
+	}
 }
 
 func newTollgateRedis(tb testing.TB, rdb *redis.Client, three bool, opts ...redisstore.Option) func(context.Context, string) error {
