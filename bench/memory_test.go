@@ -30,22 +30,35 @@ import (
 //   - parallel100k: b.RunParallel (GOMAXPROCS goroutines, each starting at
 //     its own offset) over 100,000 distinct keys; every decision allowed.
 func BenchmarkMemory(b *testing.B) {
+	runCases(b, memCases(b), libraries())
+}
+
+// A memCase is one case of BenchmarkMemory.
+type memCase struct {
+	name     string
+	scenario scenario
+	keys     []string
+	parallel bool
+}
+
+// memCases returns BenchmarkMemory's cases.
+func memCases(b *testing.B) []memCase {
 	keys10k := distinctKeys(b, 10_000)
 	keys100k := distinctKeys(b, 100_000)
-	cases := []struct {
-		name     string
-		scenario scenario
-		keys     []string
-		parallel bool
-	}{
+	return []memCase{
 		{"hotkey", allowAll, keys10k[:1], false},
 		{"hotkey-denied", denyAfterOne, keys10k[:1], false},
 		{"keys10k", allowAll, keys10k, false},
 		{"parallel100k", allowAll, keys100k, true},
 	}
+}
+
+// runCases runs every library of libs on every case, as BenchmarkMemory
+// describes.
+func runCases(b *testing.B, cases []memCase, libs []library) {
 	for _, c := range cases {
 		b.Run("case="+c.name, func(b *testing.B) {
-			for _, lib := range libraries() {
+			for _, lib := range libs {
 				b.Run("lib="+lib.name, func(b *testing.B) {
 					b.ReportAllocs()
 					d := lib.new(b, c.scenario)

@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+)
+
+// BenchmarkMemoryFloor runs BenchmarkMemory's cases for two floors beside
+// the fastest peers and Tollgate's GCRA, in one run. A floor is the least
+// any keyed limiter with an exact clock does per decision, and nothing
+// more: it reads the monotonic clock once (as memstore does), finds the
+// key's state, and applies GCRA to one int64 under exclusion. It keeps no
+// expiry, bound, eviction or result beyond allowed, so no real limiter is
+// as fast; it shows how much of a target a design may spend on anything
+// else. floor-mutex holds the states in 64 shards of a map behind a mutex
+// each (memstore's shape); floor-cas in a sync.Map, each updated by
+// compare-and-swap (the lock-free shape).
+//
+//	go test -run '^$' -bench MemoryFloor -count 7 . | tee floor.txt
+//	benchstat -col /lib -filter '.unit:cpu-ns/op' floor.txt
+func BenchmarkMemoryFloor(b *testing.B) {
+	runCases(b, memCases(b), []library{
+		{"tollgate-gcra", func(tb testing.TB, s scenario) decider { return newTollgateOf(tb, s, core.GCRA) }},
+		{"sethvargo", newSethvargo},
+		{"xrate-syncmap", newXRateSyncMap},
+		{"floor-mutex", newFloorMutex},
+		{"floor-cas", newFloorCAS},
+	})
+}
+
+// floorRate is GCRA's emission interval and tolerance, in ns, for s:
+// 1e9 per second with a burst of 1e9, or 1 per hour with a burst of 1.
+func floorRate(s scenario) (interval, tolerance int64) {
+	if s == denyAfterOne {
+		return int64(time.Hour), int64(time.Hour)
+	}
+	return 1, int64(time.Second)
+}
+
+// floorEpoch is the floors' clock origin: time.Since(floorEpoch) reads the
+// monotonic clock only.
+var floorEpoch = time.Now()
+
+// gcraStep returns the theoretical arrival time after a decision at now on
+// tat, and whether it allows.
+func gcraStep(tat, now, interval, tolerance int64) (int64, bool) {
+	next := max(tat, now) + interval
+	if next-now > tolerance {
+		return tat, false
+	}
+	return next, true
+}
+
+type floorMutex struct {
+	interval, tolerance int64
+	seed                maphash.Seed
+	shards              [64]floorShard
+}
+
+type floorShard struct {
+	mu sync.Mutex
+	m  map[string]*int64
+	_  [48]byte // one cache line each
+}
+
+func newFloorMutex(_ testing.TB, s scenario) decider {
+	f := &floorMutex{seed: maphash.MakeSeed()}
+	f.interval, f.tolerance = floorRate(s)
+	for i := range f.shards {
+		f.shards[i].m = make(map[string]*int64)
+	}
+	return f
+}
+
+func (f *floorMutex) allow(_ context.Context, key string) (bool, error) {
+	sh := &f.shards[maphash.String(f.seed, key)&63]
+	now := int64(time.Since(floorEpoch))
+	sh.mu.Lock()
+	tat, ok := sh.m[key]
+	if !ok {
+		tat = new(int64)
+		sh.m[key] = tat
+	}
+	var allowed bool
+	*tat, allowed = gcraStep(*tat, now, f.interval, f.tolerance)
+	sh.mu.Unlock()
+	return allowed, nil
+}
+
+type floorCAS struct {
+	interval, tolerance int64
+	m                   sync.Map // string → *atomic.Int64
+}
+
+func newFloorCAS(_ testing.TB, s scenario) decider {
+	f := &floorCAS{}
+	f.interval, f.tolerance = floorRate(s)
+	return f
+}
+
+func (f *floorCAS) allow(_ context.Context, key string) (bool, error) {
+	v, ok := f.m.Load(key)
+	if !ok {
+		v, _ = f.m.LoadOrStore(key, new(atomic.Int64))
+	}
+	tat := v.(*atomic.Int64)
+	now := int64(time.Since(floorEpoch))
+	for {
+		old := tat.Load()
+		next, allowed := gcraStep(old, now, f.interval, f.tolerance)
+		if !allowed || tat.CompareAndSwap(old, next) {
+			return allowed, nil
+		}
+	}
+}
