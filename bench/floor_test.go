@@ -3,6 +3,10 @@ package bench
 import (
 	"context"
 	"hash/maphash"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,4 +122,58 @@ func (f *floorCAS) allow(_ context.Context, key string) (bool, error) {
 			return allowed, nil
 		}
 	}
+}
+
+// floorMiddleware is the least a net/http rate-limiting middleware with
+// draft-11 headers does per request (BenchmarkHTTP's floor): it takes the
+// IPv4 peer address from RemoteAddr, decides as floor-cas does (GCRA on one
+// int64), and writes RateLimit-Policy (a constant) and RateLimit, with
+// remaining units and seconds to reset formatted. It has no key function,
+// no trusted proxies, no denial response, no hooks and no errors; it
+// allocates the RateLimit value (2 allocations), where Tollgate's guard
+// lends it from a pool.
+func floorMiddleware(quota int64, period time.Duration, h http.Handler) http.Handler {
+	f := &floorCAS{interval: int64(period) / quota, tolerance: int64(period)}
+	policy := []string{`"default";q=` + strconv.FormatInt(quota, 10) + `;w=` + strconv.FormatInt(int64(period/time.Second), 10)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ap, err := netip.ParseAddrPort(r.RemoteAddr)
+		if err != nil {
+			http.Error(w, "bad peer", http.StatusInternalServerError)
+			return
+		}
+		if !ap.Addr().Is4() {
+			http.Error(w, "not IPv4", http.StatusInternalServerError)
+			return
+		}
+		key := r.RemoteAddr[:strings.LastIndexByte(r.RemoteAddr, ':')]
+		v, ok := f.m.Load(key)
+		if !ok {
+			v, _ = f.m.LoadOrStore(key, new(atomic.Int64))
+		}
+		tat := v.(*atomic.Int64)
+		now := int64(time.Since(floorEpoch))
+		var next int64
+		var allowed bool
+		for {
+			old := tat.Load()
+			next, allowed = gcraStep(old, now, f.interval, f.tolerance)
+			if !allowed || tat.CompareAndSwap(old, next) {
+				break
+			}
+		}
+		ahead := max(next-now, 0)
+		var buf [64]byte
+		b := append(buf[:0], `"default";r=`...)
+		b = strconv.AppendInt(b, (f.tolerance-ahead)/f.interval, 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, (ahead+int64(time.Second)-1)/int64(time.Second), 10)
+		hdr := w.Header()
+		hdr["Ratelimit-Policy"] = policy
+		hdr["Ratelimit"] = []string{string(b)}
+		if !allowed {
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

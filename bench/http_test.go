@@ -17,7 +17,8 @@ import (
 // (what net/http and chi users otherwise pick) and the bare handler: one
 // limit, sliding window, keyed by client IP, every request allowed,
 // Tollgate with its default draft-11 headers (httprate sends its
-// X-RateLimit-* headers by default too). The framework adapters measure
+// X-RateLimit-* headers by default too), and a floor: the least such a
+// middleware does (floorMiddleware). The framework adapters measure
 // themselves against their frameworks' own limiters in their modules.
 func BenchmarkHTTP(b *testing.B) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -34,6 +35,7 @@ func BenchmarkHTTP(b *testing.B) {
 		{"bare", ok},
 		{"tollgate", nethttp.New(lim)(ok)},
 		{"httprate", httprate.LimitByIP(10_000_000, time.Second)(ok)},
+		{"floor", floorMiddleware(10_000_000, time.Second, ok)},
 	}
 	for _, c := range cases {
 		b.Run("lib="+c.lib, func(b *testing.B) {
