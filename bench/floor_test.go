@@ -15,18 +15,24 @@ import (
 	"github.com/tollgate/tollgate/core"
 )
 
-// BenchmarkMemoryFloor runs BenchmarkMemory's cases for two floors beside
-// the fastest peers and Tollgate's GCRA, in one run. A floor is the least
-// any keyed limiter with an exact clock does per decision, and nothing
-// more: it reads the monotonic clock once (as memstore does), finds the
-// key's state, and applies GCRA to one int64 under exclusion. It keeps no
-// expiry, bound, eviction or result beyond allowed, so no real limiter is
-// as fast; it shows how much of a target a design may spend on anything
-// else. floor-mutex holds the states in 64 shards of a map behind a mutex
-// each (memstore's shape); floor-cas in a sync.Map, each updated by
-// compare-and-swap (the lock-free shape).
+// BenchmarkMemoryFloor runs BenchmarkMemory's cases for floors beside the
+// fastest peers and Tollgate, in one run. A floor is the least any keyed
+// limiter with an exact clock does per decision, and nothing more: it
+// reads the monotonic clock once (as memstore does), finds the key's
+// state, and decides under exclusion. It keeps no expiry, bound, eviction
+// or result beyond allowed, so no real limiter is as fast; it shows how
+// much of a target a design may spend on anything else. floor-mutex
+// applies GCRA to one int64 in 64 shards of a map behind a mutex each
+// (memstore's shape); floor-cas in a sync.Map, each state updated by
+// compare-and-swap (the lock-free shape); floor-sliding is floor-mutex
+// deciding by a sliding window counter, beside Tollgate's default sliding
+// window (tollgate).
 //
-//	go test -run '^$' -bench MemoryFloor -count 7 . | tee floor.txt
+// Run it for a fixed number of decisions, as BenchmarkMemory: Tollgate's
+// limit is 10 million a second, which a hot key asked for a whole second
+// at full speed would reach.
+//
+//	go test -run '^$' -bench MemoryFloor -benchtime 500000x -count 7 . | tee floor.txt
 //	benchstat -col /lib -filter '.unit:cpu-ns/op' floor.txt
 func BenchmarkMemoryFloor(b *testing.B) {
 	runCases(b, memCases(b), []library{
@@ -35,6 +41,8 @@ func BenchmarkMemoryFloor(b *testing.B) {
 		{"xrate-syncmap", newXRateSyncMap},
 		{"floor-mutex", newFloorMutex},
 		{"floor-cas", newFloorCAS},
+		{"tollgate", newTollgate},
+		{"floor-sliding", newFloorSliding},
 	})
 }
 
@@ -63,21 +71,40 @@ func gcraStep(tat, now, interval, tolerance int64) (int64, bool) {
 
 type floorMutex struct {
 	interval, tolerance int64
+	sliding             bool  // a sliding window counter instead of GCRA
+	quota, period       int64 // the sliding window's
 	seed                maphash.Seed
 	shards              [64]floorShard
 }
 
 type floorShard struct {
 	mu sync.Mutex
-	m  map[string]*int64
+	m  map[string]*floorState
 	_  [48]byte // one cache line each
 }
+
+// floorState is a key's state: GCRA's theoretical arrival time in a, or
+// the sliding window's number, previous and current counts.
+type floorState struct{ a, b, c int64 }
 
 func newFloorMutex(_ testing.TB, s scenario) decider {
 	f := &floorMutex{seed: maphash.MakeSeed()}
 	f.interval, f.tolerance = floorRate(s)
 	for i := range f.shards {
-		f.shards[i].m = make(map[string]*int64)
+		f.shards[i].m = make(map[string]*floorState)
+	}
+	return f
+}
+
+// newFloorSliding is floor-mutex deciding by a sliding window counter,
+// Tollgate's default algorithm: the window's number and two counts, and
+// the previous count weighed by the part of its window still in the
+// sliding one (one multiplication and one division).
+func newFloorSliding(tb testing.TB, s scenario) decider {
+	f := newFloorMutex(tb, s).(*floorMutex)
+	f.sliding, f.quota, f.period = true, 1e9, int64(time.Second)
+	if s == denyAfterOne {
+		f.quota, f.period = 1, int64(time.Hour)
 	}
 	return f
 }
@@ -86,15 +113,38 @@ func (f *floorMutex) allow(_ context.Context, key string) (bool, error) {
 	sh := &f.shards[maphash.String(f.seed, key)&63]
 	now := int64(time.Since(floorEpoch))
 	sh.mu.Lock()
-	tat, ok := sh.m[key]
+	st, ok := sh.m[key]
 	if !ok {
-		tat = new(int64)
-		sh.m[key] = tat
+		st = new(floorState)
+		sh.m[key] = st
 	}
 	var allowed bool
-	*tat, allowed = gcraStep(*tat, now, f.interval, f.tolerance)
+	if f.sliding {
+		allowed = slidingStep(st, now, f.quota, f.period)
+	} else {
+		st.a, allowed = gcraStep(st.a, now, f.interval, f.tolerance)
+	}
 	sh.mu.Unlock()
 	return allowed, nil
+}
+
+// slidingStep decides one unit at now on a sliding window counter of
+// quota per period.
+func slidingStep(st *floorState, now, quota, period int64) bool {
+	w := now / period
+	if w != st.a {
+		if w == st.a+1 {
+			st.b = st.c
+		} else {
+			st.b = 0
+		}
+		st.a, st.c = w, 0
+	}
+	if st.b*(period-(now-w*period))/period+st.c >= quota {
+		return false
+	}
+	st.c++
+	return true
 }
 
 type floorCAS struct {
