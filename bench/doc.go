@@ -25,6 +25,16 @@
 //     of the same medians.
 //   - redis_test.go: BenchmarkRedis, decisions per second on a local
 //     redis-server (TOLLGATE_REDIS_ADDR) against go-redis/redis_rate,
-//     ulule/limiter and one PING per decision, at 1 and 64 callers, with the
-//     server's commands, reads and CPU time per decision.
+//     ulule/limiter, one PING per decision and a floor script (TIME, GET
+//     and SET, deciding nothing), at 1 and 64 callers, with the server's
+//     commands, reads and CPU time per decision; BenchmarkRedisLone and
+//     BenchmarkRedis64, the same libraries taking turns in one process,
+//     so that they share the load of a busy machine.
+//   - floor_test.go: floors, the least a limiter does per decision (an
+//     exact clock read, a map, one state updated under a mutex or by
+//     compare-and-swap) and per request of a net/http middleware with
+//     draft-11 headers: BenchmarkMemoryFloor runs BenchmarkMemory's cases
+//     for them beside the fastest peers, and BenchmarkHTTP has one.
+//   - http_test.go: BenchmarkHTTP, the net/http middleware against
+//     go-chi/httprate, the floor and the bare handler.
 package bench
