@@ -159,6 +159,13 @@ func newFloorCAS(_ testing.TB, s scenario) decider {
 }
 
 func (f *floorCAS) allow(_ context.Context, key string) (bool, error) {
+	_, allowed := f.decide(key)
+	return allowed, nil
+}
+
+// decide decides one unit for key, and returns how far its theoretical
+// arrival time is ahead of now after the decision.
+func (f *floorCAS) decide(key string) (ahead int64, allowed bool) {
 	v, ok := f.m.Load(key)
 	if !ok {
 		v, _ = f.m.LoadOrStore(key, new(atomic.Int64))
@@ -169,7 +176,7 @@ func (f *floorCAS) allow(_ context.Context, key string) (bool, error) {
 		old := tat.Load()
 		next, allowed := gcraStep(old, now, f.interval, f.tolerance)
 		if !allowed || tat.CompareAndSwap(old, next) {
-			return allowed, nil
+			return max(next-now, 0), allowed
 		}
 	}
 }
@@ -196,25 +203,10 @@ func floorMiddleware(quota int64, period time.Duration, h http.Handler) http.Han
 			return
 		}
 		key := r.RemoteAddr[:strings.LastIndexByte(r.RemoteAddr, ':')]
-		v, ok := f.m.Load(key)
-		if !ok {
-			v, _ = f.m.LoadOrStore(key, new(atomic.Int64))
-		}
-		tat := v.(*atomic.Int64)
-		now := int64(time.Since(floorEpoch))
-		var next int64
-		var allowed bool
-		for {
-			old := tat.Load()
-			next, allowed = gcraStep(old, now, f.interval, f.tolerance)
-			if !allowed || tat.CompareAndSwap(old, next) {
-				break
-			}
-		}
-		ahead := max(next-now, 0)
+		ahead, allowed := f.decide(key)
 		var buf [64]byte
 		b := append(buf[:0], `"default";r=`...)
-		b = strconv.AppendInt(b, (f.tolerance-ahead)/f.interval, 10)
+		b = strconv.AppendInt(b, max(f.tolerance-ahead, 0)/f.interval, 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, (ahead+int64(time.Second)-1)/int64(time.Second), 10)
 		hdr := w.Header()
