@@ -143,12 +143,34 @@ var (
 // Chain implements guard.ChainWriter.
 func (w *writer) Chain() *guard.Chain { return w.chain }
 
-// SetHeader implements guard.Writer. fasthttp copies the value.
-func (w *writer) SetHeader(name, value string) { w.c.Response().Header.Set(name, value) }
+// SetHeader implements guard.Writer. fasthttp copies the value. A name
+// the Guard sets (see canonicalName) with a value of at most
+// maxStackValue bytes, such as RateLimit-Policy, is set with SetCanonical
+// from a copy of the value on the stack; any other with Set, which
+// normalizes the name as the app asks.
+func (w *writer) SetHeader(name, value string) {
+	h := &w.c.Response().Header
+	if k := canonicalName(name); k != nil && len(value) <= maxStackValue {
+		var buf [maxStackValue]byte
+		h.SetCanonical(k, append(buf[:0], value...))
+		return
+	}
+	h.Set(name, value)
+}
+
+// maxStackValue is the longest value SetHeader copies on the stack.
+const maxStackValue = 256
 
 // SetHeaderBytes implements guard.BytesWriter. fasthttp copies the value.
+// A name the Guard sets (see canonicalName) is set with SetCanonical, any
+// other with SetBytesV, which normalizes the name as the app asks.
 func (w *writer) SetHeaderBytes(name string, value []byte) {
-	w.c.Response().Header.SetBytesV(name, value)
+	h := &w.c.Response().Header
+	if k := canonicalName(name); k != nil {
+		h.SetCanonical(k, value)
+		return
+	}
+	h.SetBytesV(name, value)
 }
 
 // WriteResponse implements guard.Writer. The body is copied.
