@@ -25,8 +25,8 @@ import (
 type view struct{ c *fiber.Ctx }
 
 var (
-	_ keyfuncs.Request     = view{}
-	_ guard.RoutePatterner = view{}
+	_ keyfuncs.PeerAddrRequest = view{}
+	_ guard.RoutePatterner     = view{}
 )
 
 // Method implements keyfuncs.Request. Standard methods are returned as
@@ -123,6 +123,18 @@ func (v view) RemoteAddr() string {
 	default:
 		return a.String()
 	}
+}
+
+// PeerAddr implements keyfuncs.PeerAddrRequest: the address RemoteAddr
+// formats, IPv4-mapped addresses unmapped, without formatting it; false
+// when the peer is not a *net.TCPAddr.
+func (v view) PeerAddr() (netip.AddrPort, bool) {
+	a, ok := v.c.Context().RemoteAddr().(*net.TCPAddr)
+	if !ok || a == nil {
+		return netip.AddrPort{}, false
+	}
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
 }
 
 // Context implements keyfuncs.Request: c.UserContext().
