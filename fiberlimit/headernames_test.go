@@ -135,3 +135,31 @@ func TestHeaderBytesUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSetHeaders sets the draft-11 headers of one response, as a
+// Guard does, through writer and through the SetBytesV reference.
+func BenchmarkSetHeaders(b *testing.B) {
+	policy := `"bench";q=10000000;w=1`
+	rateLimit := []byte(`"bench";r=9999999;t=1`)
+	for _, wr := range []struct {
+		name string
+		wrap func(*writer) guard.BytesWriter
+	}{
+		{"writer", func(w *writer) guard.BytesWriter { return w }},
+		{"SetBytesV", func(w *writer) guard.BytesWriter { return setBytesVWriter{w} }},
+	} {
+		b.Run(wr.name, func(b *testing.B) {
+			app := fiber.New()
+			fctx := new(fasthttp.RequestCtx)
+			c := app.AcquireCtx(fctx)
+			defer app.ReleaseCtx(c)
+			w := wr.wrap(&writer{c: c})
+			b.ReportAllocs()
+			for b.Loop() {
+				fctx.Response.Reset()
+				w.SetHeader(guard.HeaderRateLimitPolicy, policy)
+				w.SetHeaderBytes(guard.HeaderRateLimit, rateLimit)
+			}
+		})
+	}
+}

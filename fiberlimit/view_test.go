@@ -91,3 +91,31 @@ func TestViewPeerAddrGivesTheKeysOfRemoteAddr(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkIPKey derives the default key of an IPv4 peer from view,
+// through PeerAddr and through RemoteAddr.
+func BenchmarkIPKey(b *testing.B) {
+	fn := keyfuncs.IP()
+	app := fiber.New()
+	var req fasthttp.Request
+	fctx := new(fasthttp.RequestCtx)
+	fctx.Init(&req, &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 1234}, nil)
+	c := app.AcquireCtx(fctx)
+	defer app.ReleaseCtx(c)
+	for _, r := range []struct {
+		name string
+		req  keyfuncs.Request
+	}{
+		{"PeerAddr", view{c}},
+		{"RemoteAddr", remoteOnly{view{c}}},
+	} {
+		b.Run(r.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := fn(r.req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
