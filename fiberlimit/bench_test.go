@@ -179,8 +179,9 @@ func checkDistinct(b *testing.B, as []net.Addr) {
 
 // TestAllocationsPerRequest pins what BenchmarkMiddleware measures: with
 // one limit and draft-11 headers, a request costs at most the 2
-// allocations of DESIGN §5 (it costs 1: the peer's address as a string;
-// the key is part of it, the headers are copied into fasthttp's buffers).
+// allocations of DESIGN §5 (it costs 1: the key, the peer's address
+// formatted from view.PeerAddr; the headers are copied into fasthttp's
+// buffers).
 func TestAllocationsPerRequest(t *testing.T) {
 	lim := newLimiter(t, nil, core.Per(benchQuota, benchPeriod).Named("bench"))
 	h := newApp(fiberlimit.New(lim))

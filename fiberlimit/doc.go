@@ -50,7 +50,8 @@
 // # Client addresses and trust
 //
 // The default key, keyfuncs.IP(), is the transport peer's address
-// (c.Context().RemoteAddr()), never a header. fiber's own proxy settings
+// (c.Context().RemoteAddr(), which the middleware hands to it as a
+// netip.AddrPort: see keyfuncs.PeerAddrRequest), never a header. fiber's own proxy settings
 // (Config.ProxyHeader, EnableTrustedProxyCheck, TrustedProxies) drive
 // c.IP(); they are not consulted here, and keying on c.IP() with
 // ProxyHeader set trusts a header any client can write. Behind proxies,

@@ -25,8 +25,8 @@ import (
 type view struct{ c *fiber.Ctx }
 
 var (
-	_ keyfuncs.Request     = view{}
-	_ guard.RoutePatterner = view{}
+	_ keyfuncs.PeerAddrRequest = view{}
+	_ guard.RoutePatterner     = view{}
 )
 
 // Method implements keyfuncs.Request. Standard methods are returned as
@@ -125,6 +125,18 @@ func (v view) RemoteAddr() string {
 	}
 }
 
+// PeerAddr implements keyfuncs.PeerAddrRequest: the address RemoteAddr
+// formats, IPv4-mapped addresses unmapped, without formatting it; false
+// when the peer is not a *net.TCPAddr.
+func (v view) PeerAddr() (netip.AddrPort, bool) {
+	a, ok := v.c.Context().RemoteAddr().(*net.TCPAddr)
+	if !ok || a == nil {
+		return netip.AddrPort{}, false
+	}
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+}
+
 // Context implements keyfuncs.Request: c.UserContext().
 func (v view) Context() context.Context { return v.c.UserContext() }
 
@@ -143,12 +155,34 @@ var (
 // Chain implements guard.ChainWriter.
 func (w *writer) Chain() *guard.Chain { return w.chain }
 
-// SetHeader implements guard.Writer. fasthttp copies the value.
-func (w *writer) SetHeader(name, value string) { w.c.Response().Header.Set(name, value) }
+// SetHeader implements guard.Writer. fasthttp copies the value. A name
+// the Guard sets (see canonicalName) with a value of at most
+// maxStackValue bytes, such as RateLimit-Policy, is set with SetCanonical
+// from a copy of the value on the stack; any other with Set, which
+// normalizes the name as the app asks.
+func (w *writer) SetHeader(name, value string) {
+	h := &w.c.Response().Header
+	if k := canonicalName(name); k != nil && len(value) <= maxStackValue {
+		var buf [maxStackValue]byte
+		h.SetCanonical(k, append(buf[:0], value...))
+		return
+	}
+	h.Set(name, value)
+}
+
+// maxStackValue is the longest value SetHeader copies on the stack.
+const maxStackValue = 256
 
 // SetHeaderBytes implements guard.BytesWriter. fasthttp copies the value.
+// A name the Guard sets (see canonicalName) is set with SetCanonical, any
+// other with SetBytesV, which normalizes the name as the app asks.
 func (w *writer) SetHeaderBytes(name string, value []byte) {
-	w.c.Response().Header.SetBytesV(name, value)
+	h := &w.c.Response().Header
+	if k := canonicalName(name); k != nil {
+		h.SetCanonical(k, value)
+		return
+	}
+	h.SetBytesV(name, value)
 }
 
 // WriteResponse implements guard.Writer. The body is copied.

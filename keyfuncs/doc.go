@@ -51,6 +51,13 @@
 // since one host commonly holds a whole /64; IPv4-mapped IPv6 addresses are
 // unmapped first, so a client has the same key over IPv4 and IPv6 sockets.
 //
+// IP reads the peer from Request.RemoteAddr, as text. A Request whose
+// framework holds the peer as an address (fiberlimit's, over fasthttp's
+// *net.TCPAddr) also implements PeerAddrRequest, and IP reads the
+// netip.AddrPort it reports instead, without formatting the address as
+// text and parsing it back; the keys, and the trusted-proxy checks, are
+// the same either way.
+//
 // # Concurrency
 //
 // Every Func returned by this package is immutable and safe for concurrent

@@ -97,12 +97,20 @@ func FuzzIP(f *testing.F) {
 		}}
 		peer, peerOK := parseNode(remote)
 		untrusted := peerOK && !trustedTen(peer)
+		// The same peer as a PeerAddrRequest, when remote is one.
+		ap, apErr := netip.ParseAddrPort(remote)
+		byAddr := addrRequest{fakeRequest: &fakeRequest{header: req.header}, peer: ap, ok: true}
 		for i, c := range append(configs, prefixed) {
 			want, wantErr := base(req)
 			if i == len(configs) {
 				want, wantErr = basePrefixed(req)
 			}
 			got, err := c.fn(req)
+			if apErr == nil {
+				if k, kerr := c.fn(byAddr); kerr != nil || err != nil || k != got {
+					t.Fatalf("%s: IP(PeerAddr %v) = %q, %v; want %q, %v as IP(%q)", c.name, ap, k, kerr, got, err, remote)
+				}
+			}
 			if wantErr != nil {
 				if err == nil || errors.Is(wantErr, ErrNoKey) != errors.Is(err, ErrNoKey) || errors.Is(wantErr, ErrBadAddress) != errors.Is(err, ErrBadAddress) {
 					t.Fatalf("%s: IP(%q) = %q, %v; want error %v", c.name, remote, got, err, wantErr)

@@ -181,8 +181,9 @@ func IP(opts ...IPOption) Func {
 // NewIP returns a Func whose key is the address of the client, or an error
 // matching ErrInvalidOption if an option is invalid. Nil options are ignored.
 //
-// By default the key is derived from the transport peer (Request.RemoteAddr)
-// alone, and forwarding headers are ignored: any client can write them.
+// By default the key is derived from the transport peer (Request.RemoteAddr,
+// or PeerAddr when the Request is a PeerAddrRequest) alone, and forwarding
+// headers are ignored: any client can write them.
 // They are read only when the peer is inside a prefix given by TrustProxies
 // (or TrustProxyCIDRs, TrustLoopback, TrustPrivate), from the header chosen
 // by FromXForwardedFor (the default), FromForwarded or FromHeader; the last
@@ -216,9 +217,11 @@ func IP(opts ...IPOption) Func {
 // same prefix get the same key.
 //
 // The Func returns an error matching ErrNoKey if RemoteAddr is empty, and
-// one matching ErrBadAddress if it is not an address; it never panics. On
-// the common path (an IPv4 peer, keyed by address) it allocates nothing:
-// the key is the address part of RemoteAddr.
+// one matching ErrBadAddress if it is not an address (when it reads
+// RemoteAddr: see PeerAddrRequest); it never panics. On the common path
+// (an IPv4 peer, keyed by address) it allocates nothing when it reads
+// RemoteAddr, whose address part is the key, and one string, the key, when
+// it reads PeerAddr.
 // It is safe for concurrent use.
 func NewIP(opts ...IPOption) (Func, error) {
 	c := &ipConfig{source: sourceXFF, header: headerXFF, v4Bits: 32, v6Bits: 64}
@@ -237,13 +240,9 @@ var errNoRemoteAddr = fmt.Errorf("%w: empty remote address", ErrNoKey)
 
 // key is the IP Func.
 func (c *ipConfig) key(r Request) (string, error) {
-	ra := r.RemoteAddr()
-	if ra == "" {
-		return "", errNoRemoteAddr
-	}
-	peer, text, ok := parseNodeText(ra)
-	if !ok {
-		return "", fmt.Errorf("%w: %.64q", ErrBadAddress, ra)
+	peer, text, err := peerOf(r)
+	if err != nil {
+		return "", err
 	}
 	client := peer
 	if len(c.trusted) > 0 && c.isTrusted(peer) {
@@ -253,6 +252,27 @@ func (c *ipConfig) key(r Request) (string, error) {
 		return text, nil // an IPv4 peer's key is in RemoteAddr already
 	}
 	return c.format(client), nil
+}
+
+// peerOf returns the transport peer of r, unmapped and without a zone:
+// from PeerAddr when r is a PeerAddrRequest that knows it, else parsed
+// from RemoteAddr. text is, when RemoteAddr holds an IPv4 address in IPv4
+// form, that address as text (see parseNodeText), "" otherwise.
+func peerOf(r Request) (peer netip.Addr, text string, err error) {
+	if pr, ok := r.(PeerAddrRequest); ok {
+		if ap, ok := pr.PeerAddr(); ok && ap.Addr().IsValid() {
+			return ap.Addr().Unmap().WithZone(""), "", nil
+		}
+	}
+	ra := r.RemoteAddr()
+	if ra == "" {
+		return netip.Addr{}, "", errNoRemoteAddr
+	}
+	peer, text, ok := parseNodeText(ra)
+	if !ok {
+		return netip.Addr{}, "", fmt.Errorf("%w: %.64q", ErrBadAddress, ra)
+	}
+	return peer, text, nil
 }
 
 // client returns the client address behind the trusted peer.

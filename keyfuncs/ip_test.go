@@ -333,6 +333,8 @@ func TestIPAllocations(t *testing.T) {
 		{"an untrusted IPv6 peer allocates only the key", IP(), peerRequest("[2001:db8::1]:5678"), 1},
 		{"a trusted proxy with X-Forwarded-For allocates only the key", IP(xffConf...), peerRequest("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1, 10.0.0.2"), 1},
 		{"a trusted proxy with Forwarded allocates only the key", IP(fwdConf...), peerRequest("10.0.0.1:1", "Forwarded", `for="[2001:db8::1]:80";proto=https, for=10.0.0.2`), 1},
+		{"an IPv4 peer from PeerAddr allocates only the key", IP(), peerAddrRequest(netip.MustParseAddrPort("203.0.113.7:5678")), 1},
+		{"an IPv6 peer from PeerAddr allocates only the key", IP(), peerAddrRequest(netip.MustParseAddrPort("[2001:db8::1]:5678")), 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,9 @@
 package keyfuncs
 
-import "context"
+import (
+	"context"
+	"net/netip"
+)
 
 // Request is a framework-neutral, read-only view of an incoming HTTP request.
 // Each framework adapter implements it over its own request type; FromHTTP
@@ -41,11 +44,34 @@ type Request interface {
 	Query(name string) string
 
 	// RemoteAddr returns the address of the transport peer: "ip:port",
-	// "[ipv6%zone]:port" or a bare IP address.
+	// "[ipv6%zone]:port" or a bare IP address. A Request that holds the
+	// peer as an address rather than as text may also implement
+	// PeerAddrRequest, which IP then reads instead of parsing RemoteAddr.
 	RemoteAddr() string
 
 	// Context returns the request's context. It is never nil.
 	Context() context.Context
+}
+
+// A PeerAddrRequest is a Request that also reports its transport peer as
+// a netip.AddrPort. IP (and its trusted-proxy check) uses PeerAddr when it
+// reports true, instead of RemoteAddr, which it reads only when PeerAddr
+// reports false: an adapter whose framework holds the peer as a net.Addr
+// saves formatting it as text for IP to parse it back. The key is the
+// same either way.
+//
+// Implement it only over a peer already held as an address (a
+// *net.TCPAddr); a Request whose peer is a string, such as FromHTTP's,
+// has nothing to gain from it.
+type PeerAddrRequest interface {
+	Request
+
+	// PeerAddr returns the address RemoteAddr describes, and true; or
+	// false when the peer has no IP address (a Unix socket, say) or none
+	// is known. The address may be IPv4-mapped and may have a zone: IP
+	// unmaps it and drops the zone, as it does with RemoteAddr. It must
+	// not allocate.
+	PeerAddr() (netip.AddrPort, bool)
 }
 
 // Func derives a rate-limiting key from a request: who (or what) is being
