@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
@@ -23,13 +25,15 @@ import (
 //	HeaderValues  every value of that key, in order
 //	Query         "": an RPC has no query
 //	RemoteAddr    the peer's address (grpc/peer), e.g. "192.0.2.1:50312"
+//	PeerAddr      the same as a netip.AddrPort, for a TCP peer
+//	              (keyfuncs.PeerAddrRequest, which keyfuncs.IP reads)
 //	Context       the RPC's context
 type request struct {
 	ctx    context.Context
 	method string
 }
 
-var _ keyfuncs.Request = (*request)(nil)
+var _ keyfuncs.PeerAddrRequest = (*request)(nil)
 
 // Method implements keyfuncs.Request: gRPC sends every call as an HTTP/2
 // POST.
@@ -69,6 +73,22 @@ func (x *request) RemoteAddr() string {
 		return ""
 	}
 	return p.Addr.String()
+}
+
+// PeerAddr implements keyfuncs.PeerAddrRequest: the transport peer's
+// address when it is a *net.TCPAddr, which keyfuncs.IP then reads without
+// RemoteAddr formatting it and IP parsing it back; false for any other
+// peer, whose RemoteAddr IP reads instead.
+func (x *request) PeerAddr() (netip.AddrPort, bool) {
+	p, ok := peer.FromContext(x.ctx)
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	a, ok := p.Addr.(*net.TCPAddr)
+	if !ok || a == nil {
+		return netip.AddrPort{}, false
+	}
+	return a.AddrPort(), true
 }
 
 // Context implements keyfuncs.Request.
