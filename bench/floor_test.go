@@ -28,9 +28,8 @@ import (
 // deciding by a sliding window counter, beside Tollgate's default sliding
 // window (tollgate).
 //
-// Run it for a fixed number of decisions, as BenchmarkMemory: Tollgate's
-// limit is 10 million a second, which a hot key asked for a whole second
-// at full speed would reach.
+// Run it for a fixed number of decisions, as BenchmarkMemory's runs in
+// BENCHMARKS.md are, so that every library makes as many.
 //
 //	go test -run '^$' -bench MemoryFloor -benchtime 500000x -count 7 . | tee floor.txt
 //	benchstat -col /lib -filter '.unit:cpu-ns/op' floor.txt
