@@ -58,7 +58,7 @@ type Limiter struct {
 
 // taker is the optional method of a Store described in Store's doc.
 type taker interface {
-	Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error)
+	TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, retry, delay, window, lease int64, err error)
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -273,25 +273,27 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 	return nil
 }
 
-// takeBrief is take through the store's Take (taker), for one limit. Its
-// last lines are decide's, written out for the Brief the store returns in
-// registers: a helper shared with decide is not inlined, and its call cost
-// 6% of a decision; taking b's address would make the compiler copy it to
-// memory and back. TestTheDirectPathDecidesAsTheGeneralOne holds the two
-// to the same Decisions, errors and every algorithm included.
+// takeBrief is take through the store's TakeBrief (taker), for one limit.
+// Its last lines are decide's, written out for the fields the store
+// returns in registers: a helper shared with decide is not inlined, and
+// its call cost 6% of a decision; an engine.Brief (seven words, more than
+// the compiler keeps in registers) would be spilled and copied, and the
+// copy stalls on reading back the spill. TestTheDirectPathDecidesAsTheGeneralOne
+// holds the two to the same Decisions, errors and every algorithm
+// included.
 func (l *Limiter) takeBrief(ctx context.Context, key string, cost int64, d *Decision) error {
-	b, err := l.taker.Take(ctx, l.plan, key, cost)
+	allowed, remaining, reset, retry, delay, window, lease, err := l.taker.TakeBrief(ctx, l.plan, key, cost)
 	if err != nil {
 		*d, err = l.failed(ctx, engine.Op{Plan: l.plan, Key: key, Cost: cost}, l.limits, err, nil)
 		return err
 	}
-	d.Allowed, d.Cost, d.Remaining, d.Lease = b.Allowed, cost, b.Remaining, b.Lease
-	d.ResetAfter, d.EffectiveWindow = micros(b.Reset), micros(b.Window)
+	d.Allowed, d.Cost, d.Remaining, d.Lease = allowed, cost, remaining, lease
+	d.ResetAfter, d.EffectiveWindow = micros(reset), micros(window)
 	d.Limit = l.limits[0]
-	if b.Allowed {
-		d.Delay = micros(b.Delay)
+	if allowed {
+		d.Delay = micros(delay)
 	} else {
-		d.RetryAfter = micros(b.Retry)
+		d.RetryAfter = micros(retry)
 	}
 	return nil
 }

@@ -15,13 +15,16 @@ import (
 //
 // An InProcess store may also have a method
 //
-//	Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error)
+//	TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (
+//		allowed bool, remaining, reset, retry, delay, window, lease int64, err error)
 //
 // which does what Apply does for a Take of cost for key under plan, and
-// returns the Result in brief: a Limiter of one limit, with no clock,
-// observer or deny cache of its own, calls it instead of Apply. Passed in
-// registers, its arguments and Brief save copying an Op and a Result
-// through memory on every decision (memstore has it).
+// returns the Result in brief, the fields of an engine.Brief one by one: a
+// Limiter of one limit, with no clock, observer or deny cache of its own,
+// calls it instead of Apply. Passed in registers, its arguments and
+// results save copying an Op and a Result through memory on every
+// decision; returned as one Brief, the caller would copy the struct
+// through memory again, and stall on reading it back (memstore has it).
 type Store interface {
 	// Apply runs op atomically over all the limits of op.Plan for op.Key,
 	// and returns the Result. It returns an error, and changes nothing,

@@ -295,16 +295,22 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 }
 
 // Take does what Apply does for a Take of cost units for key under plan at
-// the store's clock, and returns the Result in brief (see core.Store): a
-// core.Limiter of one limit calls it instead of Apply. For a plan of
+// the store's clock, and returns the Result in brief (see core.Store; a
+// core.Limiter of one limit calls TakeBrief, the same in registers). For a plan of
 // several limits the Brief holds the combined Result's numbers, without
 // those of each limit.
-func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error) {
+func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (b engine.Brief, err error) {
+	b.Allowed, b.Remaining, b.Reset, b.Retry, b.Delay, b.Window, b.Lease, err = s.TakeBrief(ctx, plan, key, cost)
+	return b, err
+}
+
+// TakeBrief is Take with the Brief's fields returned one by one, in
+// registers (see core.Store): a core.Limiter of one limit calls it.
+func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, retry, delay, window, lease int64, err error) {
 	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
 	var res engine.Result
-	err := s.apply(&op, &res)
-	return engine.Brief{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset, Retry: res.Retry,
-		Delay: res.Delay, Window: res.Window, Lease: res.Lease}, err
+	err = s.apply(&op, &res)
+	return res.Allowed, res.Remaining, res.Reset, res.Retry, res.Delay, res.Window, res.Lease, err
 }
 
 // remove unlinks e from its key's chain and the heap. sh.mu is held.
