@@ -58,7 +58,7 @@ type Limiter struct {
 
 // taker is the optional method of a Store described in Store's doc.
 type taker interface {
-	TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, retry, delay, window, lease int64, err error)
+	TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, wait, window, lease, at int64, err error)
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -270,6 +270,7 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 		return err
 	}
 	decide(d, l.limits, cost, &res)
+	d.charged(engine.Take, res.At)
 	return nil
 }
 
@@ -282,7 +283,7 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 // holds the two to the same Decisions, errors and every algorithm
 // included.
 func (l *Limiter) takeBrief(ctx context.Context, key string, cost int64, d *Decision) error {
-	allowed, remaining, reset, retry, delay, window, lease, err := l.taker.TakeBrief(ctx, l.plan, key, cost)
+	allowed, remaining, reset, wait, window, lease, at, err := l.taker.TakeBrief(ctx, l.plan, key, cost)
 	if err != nil {
 		*d, err = l.failed(ctx, engine.Op{Plan: l.plan, Key: key, Cost: cost}, l.limits, err, nil)
 		return err
@@ -291,9 +292,9 @@ func (l *Limiter) takeBrief(ctx context.Context, key string, cost int64, d *Deci
 	d.ResetAfter, d.EffectiveWindow = micros(reset), micros(window)
 	d.Limit = l.limits[0]
 	if allowed {
-		d.Delay = micros(delay)
+		d.Delay, d.at = micros(wait), at
 	} else {
-		d.RetryAfter = micros(retry)
+		d.RetryAfter = micros(wait)
 	}
 	return nil
 }
@@ -318,9 +319,17 @@ func (l *Limiter) Charge(ctx context.Context, key string, cost int64) (Decision,
 	return l.do(ctx, engine.Charge, key, cost, nil)
 }
 
-// Refund gives cost back to every limit of key, never below zero usage: the
-// unused part of an estimate, or a failed request. The Decision reports the
-// state after the refund, as Peek would.
+// Refund gives cost back to every limit of key, never below zero usage, in
+// the current state: the current window first, the newest log entries
+// first. The Decision reports the state after the refund, as Peek would.
+//
+// Prefer RefundTo, with the Receipt of the Decision that charged the
+// units: Refund does not know where they went, and a refund made after a
+// window's end gives the new window room it never gave out (a fixed window
+// admits more than its quota in it), and a token bucket that refilled
+// since the charge gets units back that undoing the charge would not give.
+// Refund is exact only for units taken in the current window, or from a
+// bucket that stayed busy since.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int64) (Decision, error) {
 	return l.do(ctx, engine.Refund, key, cost, nil)
 }
@@ -394,7 +403,9 @@ func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit, o *Ob
 	if err != nil {
 		return l.failed(ctx, op, limits, err, o)
 	}
-	return decision(limits, op.Cost, &res), nil
+	d := decision(limits, op.Cost, &res)
+	d.charged(op.Kind, res.At)
+	return d, nil
 }
 
 // failed handles the error err of an InProcess store's Apply(ctx, op): a

@@ -16,7 +16,7 @@ import (
 // An InProcess store may also have a method
 //
 //	TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (
-//		allowed bool, remaining, reset, retry, delay, window, lease int64, err error)
+//		allowed bool, remaining, reset, wait, window, lease, at int64, err error)
 //
 // which does what Apply does for a Take of cost for key under plan, and
 // returns the Result in brief, the fields of an engine.Brief one by one: a

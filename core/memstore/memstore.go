@@ -300,17 +300,18 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 // several limits the Brief holds the combined Result's numbers, without
 // those of each limit.
 func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (b engine.Brief, err error) {
-	b.Allowed, b.Remaining, b.Reset, b.Retry, b.Delay, b.Window, b.Lease, err = s.TakeBrief(ctx, plan, key, cost)
+	b.Allowed, b.Remaining, b.Reset, b.Wait, b.Window, b.Lease, b.At, err = s.TakeBrief(ctx, plan, key, cost)
 	return b, err
 }
 
 // TakeBrief is Take with the Brief's fields returned one by one, in
 // registers (see core.Store): a core.Limiter of one limit calls it.
-func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, retry, delay, window, lease int64, err error) {
+func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, wait, window, lease, at int64, err error) {
 	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
 	var res engine.Result
 	err = s.apply(&op, &res)
-	return res.Allowed, res.Remaining, res.Reset, res.Retry, res.Delay, res.Window, res.Lease, err
+	b := engine.BriefOf(&res)
+	return b.Allowed, b.Remaining, b.Reset, b.Wait, b.Window, b.Lease, b.At, err
 }
 
 // remove unlinks e from its key's chain and the heap. sh.mu is held.
