@@ -310,8 +310,13 @@ func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, co
 	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
 	var res engine.Result
 	err = s.apply(&op, &res)
-	b := engine.BriefOf(&res)
-	return b.Allowed, b.Remaining, b.Reset, b.Wait, b.Window, b.Lease, b.At, err
+	// engine.BriefOf's fields, read from res: a Brief made here would be
+	// copied through memory, and the copy would stall on it.
+	wait = res.Retry
+	if res.Allowed {
+		wait = res.Delay
+	}
+	return res.Allowed, res.Remaining, res.Reset, wait, res.Window, res.Lease, res.At, err
 }
 
 // remove unlinks e from its key's chain and the heap. sh.mu is held.
