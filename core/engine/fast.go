@@ -36,7 +36,7 @@ func coarse(l *Limit, now int64) (tt, rc int64) {
 	tt = floorDiv(now, l.Tick)
 	if l.Algorithm.rated() {
 		r := now - tt*l.Tick
-		rc = r*(l.Quota/l.Tick) + ceilDiv(r*(l.Quota%l.Tick), l.Tick)
+		rc = r*l.qTick + ceilDiv(r*l.qRest, l.Tick)
 	}
 	return tt, rc
 }
