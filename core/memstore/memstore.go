@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -464,7 +465,11 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now 
 	if len(sh.heap) >= s.perShard {
 		s.evict(sh, now)
 	}
-	e := &entry{scope: cloneString(op.Plan.Scope), expires: now + keep, plan: op.Plan, n: len(states), hashed: hashed}
+	// The scope is the plan's, configured once (not a request's bytes): it
+	// is shared, not copied, so that over many keys the keys' copies lie
+	// side by side in memory, and a lookup's compare of one reads a line
+	// of keys, not of keys and scopes.
+	e := &entry{scope: op.Plan.Scope, expires: now + keep, plan: op.Plan, n: len(states), hashed: hashed}
 	e.setLen(len(states))
 	copy(e.states, states)
 	e.solo = e.isSolo()
@@ -485,12 +490,7 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now 
 // cloneString returns a copy of s that does not share memory with the
 // caller's string (which may alias a reused request buffer, as fasthttp's
 // do).
-func cloneString(s string) string {
-	if s == "" {
-		return ""
-	}
-	return string(append([]byte(nil), s...))
-}
+func cloneString(s string) string { return strings.Clone(s) }
 
 // isSolo reports whether e's only state is one[0] (see solo).
 func (e *entry) isSolo() bool { return e.n == 1 && len(e.states) == 1 && &e.states[0] == &e.one[0] }
