@@ -36,7 +36,10 @@ func coarse(l *Limit, now int64) (tt, rc int64) {
 	tt = floorDiv(now, l.Tick)
 	if l.Algorithm.rated() {
 		r := now - tt*l.Tick
-		rc = r*l.qTick + ceilDiv(r*l.qRest, l.Tick)
+		rc = r * l.qTick
+		if l.qRest != 0 { // 0 when the tick divides the quota, as it does most large ones
+			rc += ceilDiv(r*l.qRest, l.Tick)
+		}
 	}
 	return tt, rc
 }

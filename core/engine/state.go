@@ -77,6 +77,9 @@ func (sh *shape) ticks(now int64) int64 {
 // passes 2^53.
 func (sh *shape) since(now int64) int64 {
 	r := now - sh.tt*sh.Tick
+	if sh.qRest == 0 {
+		return r * sh.qTick
+	}
 	return r*sh.qTick + ceilDiv(r*sh.qRest, sh.Tick)
 }
 
