@@ -1,0 +1,547 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
+)
+
+// maxLots is how many reservations a key holds at once: the one being
+// spent and the renewal made before it runs out.
+const maxLots = 2
+
+// A lot is the unspent part of one reservation.
+type lot struct {
+	n        int64 // units unspent
+	end      int64 // local µs: spent only before it
+	deadline int64 // local µs: given back only before it (window algorithms); 0: any time
+	keep     bool  // never given back (TokenBucket, GCRA): its units expire
+	id       uint64
+	timer    *time.Timer // real time: gives the lot back when it ends
+}
+
+// allowance is one key's lease state at this instance.
+type allowance struct {
+	s    *Store
+	plan *engine.Plan
+	key  string
+
+	mu    sync.Mutex
+	lots  [maxLots]lot // ordered by end
+	nlots int
+	held  int64 // Σ lots' n
+	ids   uint64
+	epoch uint64 // incremented when the allowance is dropped (Reset, eviction)
+
+	// The shared state at the last reservation: Results of local
+	// decisions are built from it.
+	view   engine.Result
+	viewAt int64 // local µs of the reservation
+
+	remaining int64 // least Remaining the shared store reported after the last Take; -1 unknown
+	// The span a reservation made now would get: until spanEnd, then, for
+	// window algorithms, recurring every spanUnit µs.
+	spanEnd, spanUnit int64
+	spanKnown         bool
+
+	// Demand: units per µs, an exponentially weighted average of want
+	// (units asked since sizedAt) over the intervals between reservations.
+	rate    float64
+	want    int64
+	sizedAt int64
+	slice   int64 // the last slice reserved ahead: renewed below half of it
+	waiting int64 // units of callers waiting on the reservation in flight
+
+	inflight bool          // a reservation is in flight (singleflight)
+	done     chan struct{} // closed when it completes
+	realTime bool          // operations on the key carry no time: lots end by timers
+
+	// A refused reservation, remembered: Takes of at least denyCost are
+	// denied until denyUntil.
+	denyUntil, denyCost, denyAt int64
+	deny                        engine.Result
+
+	last int64 // local µs of the last Take
+	gone bool  // evicted
+}
+
+// take decides a Take of op.Cost (1 ≤ cost ≤ capacity) on a leasable plan.
+func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) {
+	a := s.entry(op.Plan, op.Key)
+	now := s.now(op)
+	a.mu.Lock()
+	for a.gone { // evicted meanwhile
+		a.mu.Unlock()
+		a = s.entry(op.Plan, op.Key)
+		a.mu.Lock()
+	}
+	a.want += op.Cost
+	a.last = now
+	a.realTime = op.Now == 0 && s.conf.clock == nil
+	waited := false
+	for {
+		a.expire(now)
+		if a.held >= op.Cost {
+			a.spend(op.Cost)
+			res := a.local(now)
+			renew := a.shouldRenew()
+			a.mu.Unlock()
+			if !waited {
+				s.stats.local.Add(1)
+			}
+			if renew {
+				s.renew(a, op.Now)
+			}
+			return res, nil
+		}
+		if now < a.denyUntil && op.Cost >= a.denyCost {
+			res := a.denied(now)
+			a.mu.Unlock()
+			s.stats.local.Add(1)
+			return res, nil
+		}
+		if !a.inflight {
+			break
+		}
+		// Another caller's reservation is in flight: wait for it
+		// rather than making one more.
+		ch := a.done
+		a.waiting += op.Cost
+		a.mu.Unlock()
+		if !waited {
+			waited = true
+			s.stats.waits.Add(1)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			a.mu.Lock()
+			a.waiting -= op.Cost
+			a.mu.Unlock()
+			return engine.Result{}, ctx.Err()
+		}
+		now = s.now(op)
+		a.mu.Lock()
+		a.waiting -= op.Cost
+		if a.gone {
+			a.mu.Unlock()
+			return s.take(ctx, op)
+		}
+	}
+	extra, burn := a.extra(now, op.Cost)
+	a.inflight, a.done = true, make(chan struct{})
+	epoch := a.epoch
+	a.mu.Unlock()
+	if !waited {
+		s.stats.waits.Add(1)
+	}
+	return s.reserve(ctx, a, op, extra, burn, now, epoch)
+}
+
+// reserve makes the reservation of a Take that its allowance could not
+// cover: cost + extra + burn units on the shared store, extra of them to
+// hold; or, refused, the cost alone. sent is the local time the
+// reservation is sent.
+func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, extra, burn, sent int64, epoch uint64) (engine.Result, error) {
+	s.track.add()
+	defer s.track.done()
+	res, err := s.call(ctx, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Take, Cost: op.Cost + extra + burn, Now: op.Now})
+	if err == nil && !res.Allowed && extra > 0 {
+		// The slice is refused: ask for the request alone, which may
+		// still pass.
+		extra, burn = 0, 0
+		res, err = s.call(ctx, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Take, Cost: op.Cost, Now: op.Now})
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.inflight = false
+	close(a.done)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	a.observe(&res, extra, sent)
+	if !res.Allowed {
+		if res.Retry >= 0 {
+			a.denyUntil = sent + min(res.Retry, s.conf.maxLease.Microseconds())
+			a.denyCost, a.denyAt = op.Cost, sent
+			a.deny = res
+			a.deny.Limits = append([]engine.LimitResult(nil), res.Limits...)
+		}
+		addHeld(op.Plan, &res, a.held, true)
+		return res, nil
+	}
+	a.denyUntil = 0
+	a.setView(&res, sent)
+	s.stats.burned.Add(burn)
+	if extra > 0 {
+		a.addLot(extra, &res, sent, epoch, op.Now)
+	}
+	return a.local(sent), nil
+}
+
+// call runs op on the shared store; after Close, only give-backs.
+func (s *Store) call(ctx context.Context, op engine.Op) (engine.Result, error) {
+	if s.closed.Load() && op.Kind != engine.Refund {
+		return engine.Result{}, fmt.Errorf("lease: %s: %w", op.Kind, core.ErrClosed)
+	}
+	if op.Kind == engine.Take {
+		s.stats.reservations.Add(1)
+	}
+	return s.shared.Apply(ctx, op)
+}
+
+// renew reserves the next slice of a's key off the request path.
+func (s *Store) renew(a *allowance, opNow int64) {
+	a.mu.Lock()
+	if !a.shouldRenew() || s.closed.Load() {
+		a.mu.Unlock()
+		return
+	}
+	now := s.now(&engine.Op{Now: opNow})
+	extra, burn := a.extra(now, 0)
+	if extra <= 0 {
+		a.slice = 0
+		a.mu.Unlock()
+		return
+	}
+	a.inflight, a.done = true, make(chan struct{})
+	epoch := a.epoch
+	a.mu.Unlock()
+	s.track.add()
+	go func() {
+		defer s.track.done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.conf.timeout)
+		defer cancel()
+		res, err := s.call(ctx, engine.Op{Plan: a.plan, Key: a.key, Kind: engine.Take, Cost: extra + burn, Now: opNow})
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.inflight = false
+		close(a.done)
+		if err != nil {
+			return // the next request that needs units asks for itself
+		}
+		a.observe(&res, extra, now)
+		if res.Allowed {
+			s.stats.burned.Add(burn)
+			a.setView(&res, now)
+			a.addLot(extra, &res, now, epoch, opNow)
+		}
+	}()
+}
+
+// shouldRenew reports whether a's allowance is low enough to renew ahead.
+func (a *allowance) shouldRenew() bool {
+	return !a.inflight && a.nlots < maxLots && a.slice > 0 && a.held <= a.slice/2
+}
+
+// extra returns how many units beyond cost to reserve now (see the package
+// documentation): x to hold, the key's recent demand over a renew interval
+// plus the units of callers waiting, capped by a share of the shared
+// remaining and by the capacity; and, for a token bucket or GCRA whose
+// lease would be too short, burn, the units that lengthen it to a renew
+// interval. x is 0 when a reservation made now would be too short.
+func (a *allowance) extra(now, cost int64) (x, burn int64) {
+	c := &a.s.conf
+	switch {
+	case a.sizedAt == 0:
+		a.sizedAt, a.want = now, 0
+	case now > a.sizedAt:
+		el := float64(now - a.sizedAt)
+		inst := float64(a.want) / el
+		if alpha := el / float64(4*c.renew.Microseconds()); a.rate == 0 || alpha >= 1 {
+			a.rate = inst
+		} else {
+			a.rate += alpha * (inst - a.rate)
+		}
+		a.sizedAt, a.want = now, 0
+	}
+	if a.remaining < 0 {
+		return 0, 0 // nothing known of the shared state yet: the first request goes alone
+	}
+	x = int64(a.rate*float64(c.renew.Microseconds())) + a.waiting
+	x = min(x, int64(c.share*float64(a.remaining)), capacity(a.plan)-cost)
+	if x <= 0 {
+		return 0, 0
+	}
+	sp, target := a.span(now), c.renew.Microseconds()
+	if sp >= target || (sp >= c.minLease.Microseconds() && !rated(a.plan)) {
+		return x, 0
+	}
+	if !rated(a.plan) {
+		return 0, 0
+	}
+	burn = refilled(a.plan, target-max(sp, 0))
+	if cost+x+burn > capacity(a.plan) || x+burn > int64(c.share*float64(a.remaining)) {
+		return 0, 0
+	}
+	return x, burn
+}
+
+// span returns how long a reservation made now would last, as predicted
+// from the last one.
+func (a *allowance) span(now int64) int64 {
+	switch {
+	case !a.spanKnown:
+		return a.s.conf.maxLease.Microseconds()
+	case now < a.spanEnd:
+		return a.spanEnd - now
+	case a.spanUnit > 0:
+		return a.spanUnit - (now-a.spanEnd)%a.spanUnit
+	}
+	return 0
+}
+
+// observe records what the shared store's answer res to a Take, sent at
+// local time sent, to hold held units, says of the shared state.
+func (a *allowance) observe(res *engine.Result, held, sent int64) {
+	a.remaining = res.Remaining
+	for i := range res.Limits {
+		a.remaining = min(a.remaining, res.Limits[i].Remaining)
+	}
+	if !res.Allowed {
+		return
+	}
+	sp, window := span(a.plan, res, held)
+	a.spanEnd, a.spanKnown, a.spanUnit = sent+sp, true, 0
+	if window {
+		a.spanUnit = unit(a.plan)
+	}
+}
+
+// setView makes res, the answer to a reservation sent at sent, the shared
+// state local decisions report.
+func (a *allowance) setView(res *engine.Result, sent int64) {
+	a.view = *res
+	a.view.Limits = append(a.view.Limits[:0:0], res.Limits...)
+	a.viewAt = sent
+}
+
+// addLot keeps units of the reservation answered by res (sent at sent)
+// for later requests, unless the lease they would get is too short, or the
+// allowance was dropped since (epoch).
+func (a *allowance) addLot(units int64, res *engine.Result, sent int64, epoch uint64, opNow int64) {
+	s := a.s
+	sp, window := span(a.plan, res, units)
+	l := lot{n: units, keep: !window}
+	if window {
+		// Given back before the window ends, a refund lands in the
+		// window it was taken from; spending stops a margin earlier,
+		// so that a give-back has the margin to arrive.
+		l.deadline = sent + sp
+		l.end = l.deadline - s.conf.minLease.Microseconds()/2
+	} else {
+		l.end = sent + sp
+	}
+	l.end = min(l.end, sent+s.conf.maxLease.Microseconds())
+	switch {
+	case epoch != a.epoch:
+		// Reset or evicted while the reservation was in flight: its
+		// units may predate the reset, and giving them back could
+		// create room the fresh state never had. They expire.
+		s.stats.expired.Add(units)
+		return
+	case l.end-sent < s.conf.minLease.Microseconds() || a.nlots == maxLots || s.closed.Load():
+		s.giveBack(a, []lot{l}, opNow)
+		return
+	}
+	a.slice = units
+	a.ids++
+	l.id = a.ids
+	if a.realTime {
+		id, d := l.id, time.Duration(l.end-sent)*time.Microsecond
+		l.timer = time.AfterFunc(d, func() { s.lotEnded(a, id) })
+	}
+	i := a.nlots
+	for i > 0 && a.lots[i-1].end > l.end {
+		a.lots[i] = a.lots[i-1]
+		i--
+	}
+	a.lots[i] = l
+	a.nlots++
+	a.held += units
+}
+
+// lotEnded gives back lot id of a, if it is still held: its timer fired.
+func (s *Store) lotEnded(a *allowance, id uint64) {
+	a.mu.Lock()
+	var out []lot
+	for i := 0; i < a.nlots; i++ {
+		if a.lots[i].id == id {
+			out = append(out, a.lots[i])
+			a.removeLot(i)
+			break
+		}
+	}
+	a.mu.Unlock()
+	if len(out) > 0 {
+		s.giveBack(a, out, 0)
+	}
+}
+
+// removeLot removes lot i.
+func (a *allowance) removeLot(i int) {
+	a.held -= a.lots[i].n
+	copy(a.lots[i:a.nlots], a.lots[i+1:a.nlots])
+	a.nlots--
+	a.lots[a.nlots] = lot{}
+}
+
+// spend takes cost ≤ held units, from the lots that end first.
+func (a *allowance) spend(cost int64) {
+	a.held -= cost
+	for cost > 0 {
+		l := &a.lots[0]
+		x := min(l.n, cost)
+		l.n -= x
+		cost -= x
+		if l.n == 0 {
+			if l.timer != nil {
+				l.timer.Stop()
+			}
+			copy(a.lots[:a.nlots], a.lots[1:a.nlots])
+			a.nlots--
+			a.lots[a.nlots] = lot{}
+		}
+	}
+}
+
+// expire ends the lots whose lease ended by now, giving their units back
+// when that is still safe.
+func (a *allowance) expire(now int64) {
+	k := 0
+	for k < a.nlots && a.lots[k].end <= now {
+		k++
+	}
+	if k == 0 {
+		return
+	}
+	out := make([]lot, k)
+	copy(out, a.lots[:k])
+	for range k {
+		a.removeLot(0)
+	}
+	a.s.giveBack(a, out, a.lastNow(now))
+}
+
+// lastNow returns the time to carry on an operation made for a key whose
+// operations carry their time (now), or 0 for the store's clock.
+func (a *allowance) lastNow(now int64) int64 {
+	if a.realTime {
+		return 0
+	}
+	return now
+}
+
+// takeLots removes every lot and returns them.
+func (a *allowance) takeLots() []lot {
+	out := make([]lot, a.nlots)
+	copy(out, a.lots[:a.nlots])
+	for a.nlots > 0 {
+		a.removeLot(0)
+	}
+	return out
+}
+
+// drop forgets a's allowance and remembered denial (a Reset): its units
+// are not given back, since the Reset replenishes the key anyway, and a
+// refund after it would create room the fresh state never had.
+func (s *Store) drop(a *allowance) {
+	a.mu.Lock()
+	lots := a.takeLots()
+	a.epoch++
+	a.denyUntil = 0
+	a.remaining, a.spanKnown, a.slice = -1, false, 0
+	a.mu.Unlock()
+	for _, l := range lots {
+		if l.timer != nil {
+			l.timer.Stop()
+		}
+		s.stats.expired.Add(l.n)
+	}
+}
+
+// giveBack refunds the units of lots to the shared store, in the
+// background. A lot of a window algorithm is given back only before its
+// deadline (the end of its window), by a refund bounded by that deadline;
+// else its units expire with their window.
+func (s *Store) giveBack(a *allowance, lots []lot, opNow int64) {
+	for _, l := range lots {
+		if l.timer != nil {
+			l.timer.Stop()
+		}
+		if l.n <= 0 {
+			continue
+		}
+		now := s.now(&engine.Op{Now: opNow})
+		if l.keep || l.deadline != 0 && now >= l.deadline {
+			s.stats.expired.Add(l.n)
+			continue
+		}
+		s.track.add()
+		go func(l lot) {
+			defer s.track.done()
+			ctx, cancel := context.WithTimeout(context.Background(), s.conf.timeout)
+			if l.deadline != 0 && opNow == 0 && s.conf.clock == nil {
+				// The shared store refuses work past the caller's
+				// deadline (the Redis store converts it to its clock,
+				// never later), so the refund lands before the window
+				// ends, or not at all.
+				d := s.base.Add(time.Duration(l.deadline-s.baseUnix) * time.Microsecond)
+				var c2 context.CancelFunc
+				ctx, c2 = context.WithDeadline(ctx, d)
+				defer c2()
+			}
+			defer cancel()
+			_, err := s.call(ctx, engine.Op{Plan: a.plan, Key: a.key, Kind: engine.Refund, Cost: l.n, Now: opNow})
+			if err != nil {
+				s.stats.expired.Add(l.n)
+				return
+			}
+			s.stats.giveBacks.Add(1)
+			s.stats.returned.Add(l.n)
+		}(l)
+	}
+}
+
+// local returns the Result of a Take decided from a's allowance at now:
+// the shared state at the last reservation, its times less the time since,
+// with the unspent units counted as remaining.
+func (a *allowance) local(now int64) engine.Result {
+	r := a.view
+	el := max(now-a.viewAt, 0)
+	r.Allowed, r.Retry, r.Delay, r.Lease = true, 0, 0, 0
+	r.Reset, r.Window = max(r.Reset-el, 0), max(r.Window-el, 0)
+	if len(r.Limits) > 0 {
+		r.Limits = append([]engine.LimitResult(nil), r.Limits...)
+		for i := range r.Limits {
+			p := &r.Limits[i]
+			p.Allowed, p.Retry, p.Delay = true, 0, 0
+			p.Reset, p.Window = max(p.Reset-el, 0), max(p.Window-el, 0)
+		}
+	}
+	addHeld(a.plan, &r, a.held, true)
+	return r
+}
+
+// denied returns the remembered denial at now.
+func (a *allowance) denied(now int64) engine.Result {
+	r := a.deny
+	el := max(now-a.denyAt, 0)
+	r.Retry, r.Reset, r.Window = max(r.Retry-el, 0), max(r.Reset-el, 0), max(r.Window-el, 0)
+	if len(r.Limits) > 0 {
+		r.Limits = append([]engine.LimitResult(nil), r.Limits...)
+		for i := range r.Limits {
+			p := &r.Limits[i]
+			p.Reset, p.Window = max(p.Reset-el, 0), max(p.Window-el, 0)
+			if !p.Allowed {
+				p.Retry = max(p.Retry-el, 0)
+			}
+		}
+	}
+	addHeld(a.plan, &r, a.held, true)
+	return r
+}

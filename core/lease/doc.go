@@ -1,0 +1,2 @@
+// Package lease decides shared limits in process.
+package lease

@@ -1,0 +1,4 @@
+package lease
+
+// Wait waits for the background work of s: renewals and give-backs.
+func Wait(s *Store) { s.track.wait() }
