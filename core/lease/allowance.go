@@ -262,17 +262,23 @@ func (a *allowance) extra(now, cost int64) (x, burn int64) {
 	if a.remaining < 0 {
 		return 0, 0 // nothing known of the shared state yet: the first request goes alone
 	}
-	x = int64(a.rate*float64(c.renew.Microseconds())) + a.waiting
+	// Demand over the renew interval, or over the lease when it is
+	// shorter: units a lease cannot spend are stranded until it ends.
+	sp, target := a.span(now), c.renew.Microseconds()
+	cover := target
+	if !rated(a.plan) {
+		cover = min(cover, sp)
+	}
+	x = int64(a.rate*float64(cover)) + a.waiting
 	x = min(x, int64(c.share*float64(a.remaining)), capacity(a.plan)-cost)
 	if x <= 0 {
 		return 0, 0
 	}
-	sp, target := a.span(now), c.renew.Microseconds()
 	if sp >= target || (sp >= c.minLease.Microseconds() && !rated(a.plan)) {
 		return x, 0
 	}
-	if !rated(a.plan) {
-		return 0, 0
+	if !rated(a.plan) || len(a.plan.Limits) > 1 {
+		return 0, 0 // a burn would charge every limit at the rate of one
 	}
 	burn = refilled(a.plan, target-max(sp, 0))
 	if cost+x+burn > capacity(a.plan) || x+burn > int64(c.share*float64(a.remaining)) {
