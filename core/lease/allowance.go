@@ -3,7 +3,9 @@ package lease
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate/tollgate/core"
@@ -30,12 +32,22 @@ type allowance struct {
 	plan *engine.Plan
 	key  string
 
-	mu    sync.Mutex
-	lots  [maxLots]lot // ordered by end
-	nlots int
-	held  int64 // Σ lots' n
-	ids   uint64
-	epoch uint64 // incremented when the allowance is dropped (Reset, eviction)
+	mu sync.Mutex
+	// The lots (lots.go): front and frontEnd are read without the lock.
+	lots     [maxLots]lot // ordered by end; lots[0].n is in front
+	nlots    int
+	front    atomic.Int64
+	frontEnd atomic.Int64 // lots[0].end; 0 without lots
+	back     int64        // Σ lots[1:].n
+	out      int64        // units put in lots and not taken out unspent: spent = out − held
+	snap     atomic.Pointer[snapshot]
+	lowWater atomic.Int64 // renew ahead once held is at most this
+	renewAt  atomic.Int64 // or once it is this late (local µs)
+	renewing atomic.Bool  // ahead, for fast
+	lag      int64        // µs a reservation of units ahead takes, averaged
+	sentAt   int64        // local µs the one in flight was sent
+	ids      uint64
+	epoch    uint64 // incremented when the allowance is dropped (Reset, eviction)
 
 	// The shared state at the last reservation: Results of local
 	// decisions are built from it.
@@ -51,12 +63,13 @@ type allowance struct {
 	// Demand: units per µs, an exponentially weighted average of want
 	// (units asked since sizedAt) over the intervals between reservations.
 	rate    float64
-	want    int64
+	want    int64 // units asked and not served from lots since sizedAt
+	spent   int64 // out − held at sizedAt
 	sizedAt int64
 	slice   int64 // the last slice reserved ahead: renewed below half of it
 	waiting int64 // units of callers waiting on the reservation in flight
 
-	inflight bool          // a reservation is in flight (singleflight)
+	ahead    bool          // a reservation of units ahead is in flight (singleflight)
 	done     chan struct{} // closed when it completes
 	realTime bool          // operations on the key carry no time: lots end by timers
 
@@ -73,28 +86,33 @@ type allowance struct {
 func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) {
 	a := s.entry(op.Plan, op.Key)
 	now := s.now(op)
+	if res, ok := a.fast(op.Cost, now, op.Now); ok {
+		s.stats.local.Add(1)
+		return res, nil
+	}
 	a.mu.Lock()
 	for a.gone { // evicted meanwhile
 		a.mu.Unlock()
 		a = s.entry(op.Plan, op.Key)
 		a.mu.Lock()
 	}
-	a.want += op.Cost
 	a.last = now
 	a.realTime = op.Now == 0 && s.conf.clock == nil
+	a.want += op.Cost // demand, served from lots or not (spend takes it back)
 	waited := false
 	for {
 		a.expire(now)
-		if a.held >= op.Cost {
+		if a.held() >= op.Cost {
+			a.want -= op.Cost // counted as spent
 			a.spend(op.Cost)
 			res := a.local(now)
-			renew := a.shouldRenew()
+			renew := a.shouldRenew(now)
 			a.mu.Unlock()
 			if !waited {
 				s.stats.local.Add(1)
 			}
 			if renew {
-				s.renew(a, op.Now)
+				s.renew(a, op.Now, now)
 			}
 			return res, nil
 		}
@@ -104,11 +122,15 @@ func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) 
 			s.stats.local.Add(1)
 			return res, nil
 		}
-		if !a.inflight {
+		if !a.ahead {
 			break
 		}
-		// Another caller's reservation is in flight: wait for it
-		// rather than making one more.
+		// A reservation of units ahead is in flight: wait for it
+		// rather than making one more. (Reservations of a request
+		// alone go concurrently: waiting for one would gain nothing.)
+		if a.done == nil {
+			a.done = make(chan struct{})
+		}
 		ch := a.done
 		a.waiting += op.Cost
 		a.mu.Unlock()
@@ -133,20 +155,25 @@ func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) 
 		}
 	}
 	extra, burn := a.extra(now, op.Cost)
-	a.inflight, a.done = true, make(chan struct{})
+	// Callers arriving meanwhile wait for a reservation of units ahead,
+	// and for a cold key's first, which tells how much is left.
+	ahead := extra > 0 || a.remaining < 0
+	if ahead {
+		a.setAhead(now)
+	}
 	epoch := a.epoch
 	a.mu.Unlock()
 	if !waited {
 		s.stats.waits.Add(1)
 	}
-	return s.reserve(ctx, a, op, extra, burn, now, epoch)
+	return s.reserve(ctx, a, op, ahead, extra, burn, now, epoch)
 }
 
 // reserve makes the reservation of a Take that its allowance could not
 // cover: cost + extra + burn units on the shared store, extra of them to
 // hold; or, refused, the cost alone. sent is the local time the
-// reservation is sent.
-func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, extra, burn, sent int64, epoch uint64) (engine.Result, error) {
+// reservation is sent; ahead, whether callers may be waiting for it.
+func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, ahead bool, extra, burn, sent int64, epoch uint64) (engine.Result, error) {
 	s.track.add()
 	defer s.track.done()
 	res, err := s.call(ctx, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Take, Cost: op.Cost + extra + burn, Now: op.Now})
@@ -158,8 +185,9 @@ func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, extra,
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.inflight = false
-	close(a.done)
+	if ahead {
+		a.clearAhead(s.now(op))
+	}
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -171,7 +199,7 @@ func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, extra,
 			a.deny = res
 			a.deny.Limits = append([]engine.LimitResult(nil), res.Limits...)
 		}
-		addHeld(op.Plan, &res, a.held, true)
+		addHeld(op.Plan, &res, a.held(), true)
 		return res, nil
 	}
 	a.denyUntil = 0
@@ -194,21 +222,24 @@ func (s *Store) call(ctx context.Context, op engine.Op) (engine.Result, error) {
 	return s.shared.Apply(ctx, op)
 }
 
-// renew reserves the next slice of a's key off the request path.
-func (s *Store) renew(a *allowance, opNow int64) {
+// renew reserves the next slice of a's key off the request path, at now
+// (opNow is the time of the operation that found the allowance low: 0 for
+// the store's clock).
+func (s *Store) renew(a *allowance, opNow, now int64) {
 	a.mu.Lock()
-	if !a.shouldRenew() || s.closed.Load() {
+	if !a.shouldRenew(now) || s.closed.Load() {
 		a.mu.Unlock()
 		return
 	}
-	now := s.now(&engine.Op{Now: opNow})
 	extra, burn := a.extra(now, 0)
 	if extra <= 0 {
 		a.slice = 0
+		a.lowWater.Store(0)
+		a.renewAt.Store(math.MaxInt64)
 		a.mu.Unlock()
 		return
 	}
-	a.inflight, a.done = true, make(chan struct{})
+	a.setAhead(now)
 	epoch := a.epoch
 	a.mu.Unlock()
 	s.track.add()
@@ -219,8 +250,7 @@ func (s *Store) renew(a *allowance, opNow int64) {
 		res, err := s.call(ctx, engine.Op{Plan: a.plan, Key: a.key, Kind: engine.Take, Cost: extra + burn, Now: opNow})
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		a.inflight = false
-		close(a.done)
+		a.clearAhead(s.now(&engine.Op{Now: opNow}))
 		if err != nil {
 			return // the next request that needs units asks for itself
 		}
@@ -233,9 +263,31 @@ func (s *Store) renew(a *allowance, opNow int64) {
 	}()
 }
 
-// shouldRenew reports whether a's allowance is low enough to renew ahead.
-func (a *allowance) shouldRenew() bool {
-	return !a.inflight && a.nlots < maxLots && a.slice > 0 && a.held <= a.slice/2
+// shouldRenew reports whether a's allowance is low enough, or its front
+// lot near enough its end, to renew ahead at now.
+func (a *allowance) shouldRenew(now int64) bool {
+	return !a.ahead && a.nlots < maxLots && a.slice > 0 && (a.held() <= a.slice/2 || now >= a.renewAt.Load())
+}
+
+// setAhead marks a reservation of units ahead, sent at now, in flight;
+// clearAhead its end at now, waking the callers waiting for it, and
+// measures how long it took (scheduling included: a loaded process takes
+// longer to act on the answer than the store to give it).
+func (a *allowance) setAhead(now int64) {
+	a.ahead, a.sentAt = true, now
+	a.renewing.Store(true)
+}
+
+func (a *allowance) clearAhead(now int64) {
+	if d := now - a.sentAt; d >= 0 {
+		a.lag += (d - a.lag) / 4
+	}
+	a.ahead = false
+	a.renewing.Store(false)
+	if a.done != nil { // made by the first caller to wait
+		close(a.done)
+		a.done = nil
+	}
 }
 
 // extra returns how many units beyond cost to reserve now (see the package
@@ -246,18 +298,19 @@ func (a *allowance) shouldRenew() bool {
 // interval. x is 0 when a reservation made now would be too short.
 func (a *allowance) extra(now, cost int64) (x, burn int64) {
 	c := &a.s.conf
+	spent := a.out - a.held()
 	switch {
 	case a.sizedAt == 0:
-		a.sizedAt, a.want = now, 0
+		a.sizedAt, a.want, a.spent = now, 0, spent
 	case now > a.sizedAt:
 		el := float64(now - a.sizedAt)
-		inst := float64(a.want) / el
+		inst := float64(a.want+spent-a.spent) / el
 		if alpha := el / float64(4*c.renew.Microseconds()); a.rate == 0 || alpha >= 1 {
 			a.rate = inst
 		} else {
 			a.rate += alpha * (inst - a.rate)
 		}
-		a.sizedAt, a.want = now, 0
+		a.sizedAt, a.want, a.spent = now, 0, spent
 	}
 	if a.remaining < 0 {
 		return 0, 0 // nothing known of the shared state yet: the first request goes alone
@@ -265,7 +318,7 @@ func (a *allowance) extra(now, cost int64) (x, burn int64) {
 	// Demand over the renew interval, or over the lease when it is
 	// shorter: units a lease cannot spend are stranded until it ends.
 	sp, target := a.span(now), c.renew.Microseconds()
-	cover := target
+	cover := max(target, 8*a.lag) // renewed at half: four lags ahead
 	if !rated(a.plan) {
 		cover = min(cover, sp)
 	}
@@ -324,6 +377,9 @@ func (a *allowance) setView(res *engine.Result, sent int64) {
 	a.view = *res
 	a.view.Limits = append(a.view.Limits[:0:0], res.Limits...)
 	a.viewAt = sent
+	if a.nlots > 0 {
+		a.publish()
+	}
 }
 
 // addLot keeps units of the reservation answered by res (sent at sent)
@@ -361,14 +417,7 @@ func (a *allowance) addLot(units int64, res *engine.Result, sent int64, epoch ui
 		id, d := l.id, time.Duration(l.end-sent)*time.Microsecond
 		l.timer = time.AfterFunc(d, func() { s.lotEnded(a, id) })
 	}
-	i := a.nlots
-	for i > 0 && a.lots[i-1].end > l.end {
-		a.lots[i] = a.lots[i-1]
-		i--
-	}
-	a.lots[i] = l
-	a.nlots++
-	a.held += units
+	a.insert(l)
 }
 
 // lotEnded gives back lot id of a, if it is still held: its timer fired.
@@ -377,8 +426,7 @@ func (s *Store) lotEnded(a *allowance, id uint64) {
 	var out []lot
 	for i := 0; i < a.nlots; i++ {
 		if a.lots[i].id == id {
-			out = append(out, a.lots[i])
-			a.removeLot(i)
+			out = append(out, a.remove(i))
 			break
 		}
 	}
@@ -388,36 +436,14 @@ func (s *Store) lotEnded(a *allowance, id uint64) {
 	}
 }
 
-// removeLot removes lot i.
-func (a *allowance) removeLot(i int) {
-	a.held -= a.lots[i].n
-	copy(a.lots[i:a.nlots], a.lots[i+1:a.nlots])
-	a.nlots--
-	a.lots[a.nlots] = lot{}
-}
-
-// spend takes cost ≤ held units, from the lots that end first.
-func (a *allowance) spend(cost int64) {
-	a.held -= cost
-	for cost > 0 {
-		l := &a.lots[0]
-		x := min(l.n, cost)
-		l.n -= x
-		cost -= x
-		if l.n == 0 {
-			if l.timer != nil {
-				l.timer.Stop()
-			}
-			copy(a.lots[:a.nlots], a.lots[1:a.nlots])
-			a.nlots--
-			a.lots[a.nlots] = lot{}
-		}
-	}
-}
-
 // expire ends the lots whose lease ended by now, giving their units back
 // when that is still safe.
 func (a *allowance) expire(now int64) {
+	for a.nlots > 0 && a.front.Load() <= 0 && a.lots[0].end > now { // spent
+		if l := a.remove(0); l.timer != nil {
+			l.timer.Stop()
+		}
+	}
 	k := 0
 	for k < a.nlots && a.lots[k].end <= now {
 		k++
@@ -426,9 +452,8 @@ func (a *allowance) expire(now int64) {
 		return
 	}
 	out := make([]lot, k)
-	copy(out, a.lots[:k])
-	for range k {
-		a.removeLot(0)
+	for i := range out {
+		out[i] = a.remove(0)
 	}
 	a.s.giveBack(a, out, a.lastNow(now))
 }
@@ -445,9 +470,8 @@ func (a *allowance) lastNow(now int64) int64 {
 // takeLots removes every lot and returns them.
 func (a *allowance) takeLots() []lot {
 	out := make([]lot, a.nlots)
-	copy(out, a.lots[:a.nlots])
-	for a.nlots > 0 {
-		a.removeLot(0)
+	for i := range out {
+		out[i] = a.remove(0)
 	}
 	return out
 }
@@ -513,12 +537,17 @@ func (s *Store) giveBack(a *allowance, lots []lot, opNow int64) {
 	}
 }
 
-// local returns the Result of a Take decided from a's allowance at now:
-// the shared state at the last reservation, its times less the time since,
-// with the unspent units counted as remaining.
+// local returns the Result of a Take decided from a's allowance at now.
 func (a *allowance) local(now int64) engine.Result {
-	r := a.view
-	el := max(now-a.viewAt, 0)
+	return a.result(&snapshot{res: a.view, at: a.viewAt}, now, a.held())
+}
+
+// result returns the Result of a Take decided in process at now, with held
+// units left: the shared state at the last reservation (sn), its times
+// less the time since, with the units held counted as remaining.
+func (a *allowance) result(sn *snapshot, now, held int64) engine.Result {
+	r := sn.res
+	el := max(now-sn.at, 0)
 	r.Allowed, r.Retry, r.Delay, r.Lease = true, 0, 0, 0
 	r.Reset, r.Window = max(r.Reset-el, 0), max(r.Window-el, 0)
 	if len(r.Limits) > 0 {
@@ -529,7 +558,7 @@ func (a *allowance) local(now int64) engine.Result {
 			p.Reset, p.Window = max(p.Reset-el, 0), max(p.Window-el, 0)
 		}
 	}
-	addHeld(a.plan, &r, a.held, true)
+	addHeld(a.plan, &r, held, true)
 	return r
 }
 
@@ -548,6 +577,6 @@ func (a *allowance) denied(now int64) engine.Result {
 			}
 		}
 	}
-	addHeld(a.plan, &r, a.held, true)
+	addHeld(a.plan, &r, a.held(), true)
 	return r
 }

@@ -156,7 +156,7 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 	if err == nil && op.Kind != engine.Reset {
 		if a := s.lookup(op.Plan, op.Key); a != nil {
 			a.mu.Lock()
-			held := a.held
+			held := a.held()
 			a.mu.Unlock()
 			addHeld(op.Plan, &res, held, true)
 		}
@@ -225,7 +225,7 @@ func (s *Store) evict(keep *allowance) {
 			return true
 		}
 		a.mu.Lock()
-		free, last := a.held == 0 && !a.inflight, a.last
+		free, last := a.held() == 0 && !a.ahead, a.last
 		a.mu.Unlock()
 		if free {
 			victim = a
@@ -318,4 +318,22 @@ func (t *tracker) wait() {
 		t.zero.Wait()
 	}
 	t.mu.Unlock()
+}
+
+// ApplyLocal decides op in process when it can (see core.Store): a Take
+// that the key's allowance covers, without the allowance's lock. It
+// returns false, changing nothing, for anything else, which Apply decides.
+func (s *Store) ApplyLocal(op engine.Op) (engine.Result, bool) {
+	if op.Kind != engine.Take || op.Cost <= 0 || op.Plan == nil || s.closed.Load() {
+		return engine.Result{}, false
+	}
+	a := s.lookup(op.Plan, op.Key)
+	if a == nil {
+		return engine.Result{}, false
+	}
+	res, ok := a.fast(op.Cost, s.now(&op), op.Now)
+	if ok {
+		s.stats.local.Add(1)
+	}
+	return res, ok
 }
