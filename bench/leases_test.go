@@ -116,10 +116,19 @@ func BenchmarkLeases(b *testing.B) {
 
 	const callers, turnTime = 64, 300 * time.Millisecond
 	var errs atomic.Int64
+	errsOf := map[string]*atomic.Int64{}
 	// parallel runs decide from 64 goroutines for turnTime over keys
 	// and returns the decisions per second.
 	parallel := func(r *runner, keys []string) float64 {
 		var n, next atomic.Int64
+		var e atomic.Int64
+		defer func() {
+			errs.Add(e.Load())
+			if errsOf[r.name] == nil {
+				errsOf[r.name] = new(atomic.Int64)
+			}
+			errsOf[r.name].Add(e.Load())
+		}()
 		var wg sync.WaitGroup
 		start := time.Now()
 		for range callers {
@@ -128,7 +137,7 @@ func BenchmarkLeases(b *testing.B) {
 					for range 64 {
 						i := next.Add(1)
 						if err := r.decide(ctx, keys[i%int64(len(keys))]); err != nil {
-							errs.Add(1)
+							e.Add(1)
 						}
 					}
 					n.Add(64)
@@ -198,4 +207,7 @@ func BenchmarkLeases(b *testing.B) {
 	b.ReportMetric(med["dps-hot-lease-gcra"]/med["dps-hot-redis_rate"], "hot-lease-gcra×redis_rate")
 	b.ReportMetric(med["dps-cold-lease"]/med["dps-cold-none"], "cold-lease×none")
 	b.ReportMetric(float64(errs.Load()), "errors")
+	for name, e := range errsOf {
+		b.ReportMetric(float64(e.Load()), "errors-"+name)
+	}
 }

@@ -327,13 +327,13 @@ func (a *allowance) extra(now, cost int64) (x, burn int64) {
 	if x <= 0 {
 		return 0, 0
 	}
-	if sp >= target || (sp >= c.minLease.Microseconds() && !rated(a.plan)) {
+	if sp >= cover || (sp >= c.minLease.Microseconds() && !rated(a.plan)) {
 		return x, 0
 	}
 	if !rated(a.plan) || len(a.plan.Limits) > 1 {
 		return 0, 0 // a burn would charge every limit at the rate of one
 	}
-	burn = refilled(a.plan, target-max(sp, 0))
+	burn = refilled(a.plan, cover-max(sp, 0))
 	if cost+x+burn > capacity(a.plan) || x+burn > int64(c.share*float64(a.remaining)) {
 		return 0, 0
 	}

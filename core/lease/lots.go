@@ -36,7 +36,15 @@ func (a *allowance) fast(cost, now, opNow int64) (engine.Result, bool) {
 	}
 	sn := a.snap.Load()
 	held := left + sn.back
-	if (held <= a.lowWater.Load() || now >= a.renewAt.Load()) && !a.renewing.Load() {
+	if a.renewing.Load() {
+		// While a renewal is in flight, yield now and then: callers
+		// that never block would otherwise keep the goroutine that
+		// reads its reply (readied by the network poller, queued
+		// behind them) from running for tens of milliseconds.
+		if left&31 == 0 {
+			runtime.Gosched()
+		}
+	} else if held <= a.lowWater.Load() || now >= a.renewAt.Load() {
 		a.s.renew(a, opNow, now)
 	}
 	return a.result(sn, now, held), true
