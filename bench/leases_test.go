@@ -31,14 +31,16 @@ import (
 //     reservations, renewals and give-backs). The limits never deny: a
 //     GCRA of 1e9 per second for redis_rate and tollgate, a sliding window
 //     (lease) and a GCRA (lease-gcra) of 1e9 per second leased.
+//
 //   - lone: one caller on one key: the median time per decision
 //     (p50-µs-lone-<lib>) and the share of the leased store's decisions
 //     that waited on a round trip (waits-%-lone, from lease.Stats).
+//
 //   - cold: 64 callers over 10,000 keys, each asked about once per turn
 //     (a GCRA of 1e6 per second, per key): decisions per second with and
 //     without leases, and their ratio (cold-lease×none).
 //
-//	go test -run '^$' -bench Leases -benchtime 5x -count 1 .
+//     go test -run '^$' -bench Leases -benchtime 5x -count 1 .
 func BenchmarkLeases(b *testing.B) {
 	addr, _ := redisSetup(b)
 	ctx := context.Background()
