@@ -110,7 +110,7 @@ type fleetProc struct {
 	cmd      *exec.Cmd
 	out      strings.Builder
 	errOut   strings.Builder // its logs: shown when it fails
-	admitted [][2]int64 // (before, after) µs
+	admitted [][2]int64      // (before, after) µs
 	asked    int
 	errs     int
 	killed   bool
