@@ -116,3 +116,39 @@ func simulate(t *testing.T, rng *rand.Rand, plan *engine.Plan) {
 		t.Logf("%d instances at %.1f× the limit: admitted %d, per request %d (%.1f%%), asked %d; %.1f%% decided locally", n, float64(f)/2, admitted, baseAdmitted, 100*float64(admitted)/float64(baseAdmitted), asked, 100*float64(local)/float64(takes))
 	}
 }
+
+// An idle holder of a token bucket's units: while it holds them the bucket
+// refills; then another instance takes all the shared store shows, and
+// the holder spends what it holds. Every admission must still pass the
+// exact single store: the lease ends before the bucket plus the units
+// held could pass its capacity.
+func TestAnIdleHolderOfATokenBucketNeverOverAdmits(t *testing.T) {
+	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			plan := planOf(limitOf(alg, 1000, time.Second).WithBurst(100))
+			for idle := int64(0); idle <= 120*ms; idle += 2 * ms {
+				shared := newShared(t)
+				a, b := newLease(t, shared), newLease(t, shared)
+				or := newOracle(plan)
+				admit := func(st *lease.Store, now int64) {
+					t.Helper()
+					if take(t, st, plan, "k", 1, now).Allowed && !or.admit(1, now) {
+						t.Fatalf("idle %dms: admitted at +%dµs; the exact single store denies it", idle/ms, now-t0)
+					}
+				}
+				now := t0
+				for range 100 { // A's demand of 2000/s builds a slice
+					now += 500
+					admit(a, now)
+				}
+				now += idle
+				for range 150 { // B takes all it is given at once
+					admit(b, now)
+				}
+				for range 100 { // then A spends what it holds
+					admit(a, now)
+				}
+			}
+		})
+	}
+}
