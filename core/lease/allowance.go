@@ -85,16 +85,19 @@ type allowance struct {
 // take decides a Take of op.Cost (1 ≤ cost ≤ capacity) on a leasable plan.
 func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) {
 	a := s.entry(op.Plan, op.Key)
+	if a == nil { // a hash collision with other limits: per request
+		s.stats.passed.Add(1)
+		return s.shared.Apply(ctx, *op)
+	}
 	now := s.now(op)
 	if res, ok := a.fast(op.Cost, now, op.Now); ok {
 		s.stats.local.Add(1)
 		return res, nil
 	}
 	a.mu.Lock()
-	for a.gone { // evicted meanwhile
+	if a.gone { // evicted meanwhile
 		a.mu.Unlock()
-		a = s.entry(op.Plan, op.Key)
-		a.mu.Lock()
+		return s.take(ctx, op)
 	}
 	a.last = now
 	a.realTime = op.Now == 0 && s.conf.clock == nil
@@ -154,6 +157,9 @@ func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) 
 			return s.take(ctx, op)
 		}
 	}
+	// The units held (fewer than the cost) pay for part of it: the
+	// reservation asks for the rest, and gives them back if refused.
+	claimed := a.claim()
 	extra, burn := a.extra(now, op.Cost)
 	// Callers arriving meanwhile wait for a reservation of units ahead,
 	// and for a cold key's first, which tells how much is left.
@@ -166,34 +172,42 @@ func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) 
 	if !waited {
 		s.stats.waits.Add(1)
 	}
-	return s.reserve(ctx, a, op, ahead, extra, burn, now, epoch)
+	return s.reserve(ctx, a, op, claimed, ahead, extra, burn, now, epoch)
 }
 
 // reserve makes the reservation of a Take that its allowance could not
-// cover: cost + extra + burn units on the shared store, extra of them to
-// hold; or, refused, the cost alone. sent is the local time the
-// reservation is sent; ahead, whether callers may be waiting for it.
-func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, ahead bool, extra, burn, sent int64, epoch uint64) (engine.Result, error) {
+// cover: the cost less the units claimed from the allowance, plus extra +
+// burn units, extra of them to hold; or, refused, the rest of the cost
+// alone. sent is the local time the reservation is sent; ahead, whether
+// callers may be waiting for it.
+func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, claimed []claim, ahead bool, extra, burn, sent int64, epoch uint64) (engine.Result, error) {
 	s.track.add()
 	defer s.track.done()
-	res, err := s.call(ctx, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Take, Cost: op.Cost + extra + burn, Now: op.Now})
+	need := op.Cost
+	for _, c := range claimed {
+		need -= c.n
+	}
+	res, err := s.call(ctx, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Take, Cost: need + extra + burn, Now: op.Now})
 	if err == nil && !res.Allowed && extra > 0 {
 		// The slice is refused: ask for the request alone, which may
 		// still pass.
 		extra, burn = 0, 0
-		res, err = s.call(ctx, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Take, Cost: op.Cost, Now: op.Now})
+		res, err = s.call(ctx, engine.Op{Plan: op.Plan, Key: op.Key, Kind: engine.Take, Cost: need, Now: op.Now})
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if ahead {
 		a.clearAhead(s.now(op))
 	}
+	if err != nil || !res.Allowed {
+		a.restore(claimed)
+	}
 	if err != nil {
 		return engine.Result{}, err
 	}
 	a.observe(&res, extra, sent)
 	if !res.Allowed {
-		if res.Retry >= 0 {
+		if res.Retry >= 0 && len(claimed) == 0 {
 			a.denyUntil = sent + min(res.Retry, s.conf.maxLease.Microseconds())
 			a.denyCost, a.denyAt = op.Cost, sent
 			a.deny = res
@@ -322,7 +336,7 @@ func (a *allowance) extra(now, cost int64) (x, burn int64) {
 	if !rated(a.plan) {
 		cover = min(cover, sp)
 	}
-	x = int64(a.rate*float64(cover)) + a.waiting
+	x = max(int64(a.rate*float64(cover)), c.minSlice) + a.waiting
 	x = min(x, int64(c.share*float64(a.remaining)), capacity(a.plan)-cost)
 	if x <= 0 {
 		return 0, 0

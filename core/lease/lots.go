@@ -151,3 +151,56 @@ func (a *allowance) publish() {
 	}
 	a.renewAt.Store(at)
 }
+
+// A claim is units taken from lot id for a Take that needs more: given
+// back to the lot (restore) if the Take is refused.
+type claim struct {
+	id uint64
+	n  int64
+}
+
+// claim takes every unit held, lot by lot; the lots stay, empty.
+func (a *allowance) claim() []claim {
+	if a.held() <= 0 {
+		return nil
+	}
+	var out []claim
+	for i := 0; i < a.nlots; i++ {
+		var n int64
+		if i == 0 {
+			n = a.swapFront(0)
+		} else {
+			n, a.lots[i].n = a.lots[i].n, 0
+			a.back -= n
+		}
+		if n > 0 {
+			out = append(out, claim{a.lots[i].id, n})
+		}
+	}
+	a.publish()
+	return out
+}
+
+// restore gives claimed units back to their lots, if they are still held
+// (a lot that ended meanwhile lets them expire).
+func (a *allowance) restore(claimed []claim) {
+	for _, c := range claimed {
+		i := 0
+		for i < a.nlots && a.lots[i].id != c.id {
+			i++
+		}
+		switch {
+		case i == a.nlots:
+			a.s.stats.expired.Add(c.n)
+			a.out -= c.n
+		case i == 0:
+			a.front.Add(c.n)
+		default:
+			a.lots[i].n += c.n
+			a.back += c.n
+		}
+	}
+	if len(claimed) > 0 {
+		a.publish()
+	}
+}

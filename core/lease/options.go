@@ -33,6 +33,7 @@ type config struct {
 	share    float64
 	minLease time.Duration
 	maxKeys  int
+	minSlice int64
 	timeout  time.Duration
 	clock    core.Clock // nil: the system's monotonic clock
 }
@@ -110,6 +111,22 @@ func WithMaxKeys(n int) Option {
 			return fmt.Errorf("%w: lease.WithMaxKeys(%d): want at least 1", core.ErrInvalidOption, n)
 		}
 		c.maxKeys = n
+		return nil
+	}
+}
+
+// WithMinSlice makes every reservation of a key after its first hold at
+// least n units ahead, whatever the key's measured demand, within the
+// same caps (a share of the remaining units, the capacity, a lease long
+// enough): keys turn local from their second request, at the price of up
+// to n units held per key and instance. n must not be negative. Default:
+// 0, slices from measured demand only.
+func WithMinSlice(n int64) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: lease.WithMinSlice(%d): want at least 0", core.ErrInvalidOption, n)
+		}
+		c.minSlice = n
 		return nil
 	}
 }

@@ -32,11 +32,16 @@ type Store struct {
 	stats counters
 }
 
-// entryKey identifies an allowance: a plan (its scope and limits) and a key.
+// entryKey identifies an allowance: the scope and limits of a plan (plans
+// alike, of Limiters configured alike, share the key's state and so its
+// allowance) and a key.
 type entryKey struct {
-	plan *engine.Plan
-	key  string
+	scope string
+	id    uint64 // Plan.ID; allowances check SameLimits
+	key   string
 }
+
+func keyOf(plan *engine.Plan, key string) entryKey { return entryKey{plan.Scope, plan.ID, key} }
 
 type counters struct {
 	local, reservations, waits, giveBacks, returned, expired, burned, passed atomic.Int64
@@ -152,16 +157,34 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 		}
 	}
 	s.stats.passed.Add(1)
-	res, err := s.shared.Apply(ctx, op)
-	if err == nil && op.Kind != engine.Reset {
-		if a := s.lookup(op.Plan, op.Key); a != nil {
-			a.mu.Lock()
-			held := a.held()
-			a.mu.Unlock()
-			addHeld(op.Plan, &res, held, true)
-		}
+	a := s.lookup(op.Plan, op.Key)
+	if a == nil || op.Kind == engine.Reset || op.Kind == engine.Release {
+		return s.shared.Apply(ctx, op)
 	}
-	return res, err
+	// Peek, Charge, Refund, and Takes of 0 or beyond the capacity, on a
+	// key with an allowance: the units held count as remaining, a Peek
+	// asks for what they do not cover, and the answer, the shared state
+	// now, becomes what local decisions report.
+	now := s.now(&op)
+	a.mu.Lock()
+	a.expire(now)
+	held := a.held()
+	a.mu.Unlock()
+	if op.Kind == engine.Peek {
+		op.Cost = max(op.Cost-held, 0)
+	}
+	res, err := s.shared.Apply(ctx, op)
+	if err != nil {
+		return res, err
+	}
+	a.mu.Lock()
+	if op.Kind != engine.Take && a.snap.Load() != nil {
+		a.setView(&res, now)
+	}
+	held = a.held()
+	a.mu.Unlock()
+	addHeld(op.Plan, &res, held, true)
+	return res, nil
 }
 
 // addHeld counts held unspent units as remaining in res (copying its
@@ -186,8 +209,10 @@ func addHeld(plan *engine.Plan, res *engine.Result, held int64, own bool) {
 
 // lookup returns the allowance of key under plan, or nil.
 func (s *Store) lookup(plan *engine.Plan, key string) *allowance {
-	if v, ok := s.keys.Load(entryKey{plan, key}); ok {
-		return v.(*allowance)
+	if v, ok := s.keys.Load(keyOf(plan, key)); ok {
+		if a := v.(*allowance); a.plan == plan || a.plan.SameLimits(plan) {
+			return a
+		}
 	}
 	return nil
 }
@@ -195,14 +220,22 @@ func (s *Store) lookup(plan *engine.Plan, key string) *allowance {
 // entry returns the allowance of key under plan, creating it (and making
 // room for it) when there is none.
 func (s *Store) entry(plan *engine.Plan, key string) *allowance {
-	k := entryKey{plan, key}
+	k := keyOf(plan, key)
 	if v, ok := s.keys.Load(k); ok {
-		return v.(*allowance)
+		if a := v.(*allowance); a.plan == plan || a.plan.SameLimits(plan) {
+			return a
+		}
+		// Other limits of the same hash (a collision): the key is
+		// decided per request.
+		return nil
 	}
 	a := &allowance{s: s, plan: plan, key: key, remaining: -1}
 	v, loaded := s.keys.LoadOrStore(k, a)
 	if loaded {
-		return v.(*allowance)
+		if a := v.(*allowance); a.plan == plan || a.plan.SameLimits(plan) {
+			return a
+		}
+		return nil
 	}
 	if s.nkeys.Add(1) > int64(s.conf.maxKeys) {
 		s.evict(a)
@@ -254,7 +287,7 @@ func (s *Store) forget(a *allowance) {
 	gone := a.gone
 	a.gone = true
 	a.mu.Unlock()
-	if !gone && s.keys.CompareAndDelete(entryKey{a.plan, a.key}, a) {
+	if !gone && s.keys.CompareAndDelete(keyOf(a.plan, a.key), a) {
 		s.nkeys.Add(-1)
 	}
 }
