@@ -22,6 +22,10 @@ type lot struct {
 	end      int64 // local µs: spent only before it
 	deadline int64 // local µs: given back only before it (window algorithms); 0: any time
 	keep     bool  // never given back (TokenBucket, GCRA): its units expire
+	// receipt says where the reservation's charge went: a give-back
+	// refunds there and nowhere else (engine.Receipt). nil when the
+	// shared store reports no Result.At.
+	receipt *engine.Receipt
 	id       uint64
 	timer    *time.Timer // real time: gives the lot back when it ends
 }
@@ -220,7 +224,7 @@ func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, claime
 	a.setView(&res, sent)
 	s.stats.burned.Add(burn)
 	if extra > 0 {
-		a.addLot(extra, &res, sent, epoch, op.Now)
+		a.addLot(extra, &res, need+extra+burn, sent, epoch, op.Now)
 	}
 	return a.local(sent), nil
 }
@@ -272,7 +276,7 @@ func (s *Store) renew(a *allowance, opNow, now int64) {
 		if res.Allowed {
 			s.stats.burned.Add(burn)
 			a.setView(&res, now)
-			a.addLot(extra, &res, now, epoch, opNow)
+			a.addLot(extra, &res, extra+burn, now, epoch, opNow)
 		}
 	}()
 }
@@ -396,21 +400,26 @@ func (a *allowance) setView(res *engine.Result, sent int64) {
 	}
 }
 
-// addLot keeps units of the reservation answered by res (sent at sent)
-// for later requests, unless the lease they would get is too short, or the
-// allowance was dropped since (epoch).
-func (a *allowance) addLot(units int64, res *engine.Result, sent int64, epoch uint64, opNow int64) {
+// addLot keeps units of the reservation of cost answered by res (sent at
+// sent) for later requests, unless the lease they would get is too short,
+// or the allowance was dropped since (epoch).
+func (a *allowance) addLot(units int64, res *engine.Result, cost, sent int64, epoch uint64, opNow int64) {
 	s := a.s
 	sp, window := span(a.plan, res, units)
-	l := lot{n: units, keep: !window}
-	if window {
-		// Given back before the window ends, a refund lands in the
-		// window it was taken from; spending stops a margin earlier,
-		// so that a give-back has the margin to arrive.
-		l.deadline = sent + sp
-		l.end = l.deadline - s.conf.minLease.Microseconds()/2
-	} else {
-		l.end = sent + sp
+	l := lot{n: units, keep: !window, end: sent + sp}
+	switch {
+	case res.At > 0:
+		// A refund with the charge's receipt goes where the charge
+		// went, or nowhere: it is safe at any time.
+		rc := engine.ReceiptOf(res, cost)
+		l.receipt = &rc
+	case window:
+		// Without a receipt, a refund lands in the current window:
+		// it is given back before the window ends, by a refund
+		// bounded by that deadline, and spending stops a margin
+		// earlier, so that a give-back has the margin to arrive.
+		l.deadline = l.end
+		l.end -= s.conf.minLease.Microseconds() / 2
 	}
 	l.end = min(l.end, sent+s.conf.maxLease.Microseconds())
 	switch {
@@ -521,8 +530,8 @@ func (s *Store) giveBack(a *allowance, lots []lot, opNow int64) {
 			continue
 		}
 		now := s.now(&engine.Op{Now: opNow})
-		if l.keep || l.deadline != 0 && now >= l.deadline {
-			s.stats.expired.Add(l.n)
+		if l.keep || l.deadline != 0 && now >= l.deadline || l.receipt != nil && now >= l.end && fixedOnly(a.plan) {
+			s.stats.expired.Add(l.n) // (a fixed window's units past its end: nothing to give back)
 			continue
 		}
 		s.track.add()
@@ -540,7 +549,7 @@ func (s *Store) giveBack(a *allowance, lots []lot, opNow int64) {
 				defer c2()
 			}
 			defer cancel()
-			_, err := s.call(ctx, engine.Op{Plan: a.plan, Key: a.key, Kind: engine.Refund, Cost: l.n, Now: opNow})
+			_, err := s.call(ctx, engine.Op{Plan: a.plan, Key: a.key, Kind: engine.Refund, Cost: l.n, Now: opNow, Receipt: l.receipt})
 			if err != nil {
 				s.stats.expired.Add(l.n)
 				return

@@ -93,14 +93,19 @@
 // decided per request as without leases.
 //
 // Give-backs. A refund into a window other than the charge's would create
-// room that window never had. A lot (the unspent part of one reservation)
-// of a window algorithm stops being spent at its window's end less half of
-// MinLease, and is given back by a Refund bounded by a context deadline at
-// the window's end: the Redis store refuses work past its caller's
-// deadline, converted to the server's clock never later, so the refund
-// lands in the charge's window or not at all (then the units expire with
-// their window). A Reset drops the allowance without a give-back (the
-// Reset replenishes the key), and units reserved before it expire.
+// room that window never had. So a lot (the unspent part of one
+// reservation) of a window algorithm is given back by a Refund carrying
+// the reservation's receipt (engine.Receipt, from the Result's At): the
+// shared store returns the units to the charge's window or bucket, or, once
+// that has passed, to nothing; a sliding window's units still weigh while
+// the charge's window is the previous one, and come off it. (With a shared
+// store that reports no At, a lot stops being spent half of MinLease
+// before its window ends, and is given back by a plain Refund bounded by
+// a context deadline at the window's end: the Redis store refuses work
+// past its caller's deadline, converted to the server's clock never
+// later, so the refund lands in the charge's window or not at all.) A
+// Reset drops the allowance without a give-back (the Reset replenishes
+// the key), and units reserved before it expire.
 //
 // Times. Leases are timed by durations the shared store reports (Reset,
 // Retry), measured from the local instant the reservation was sent, which

@@ -133,3 +133,13 @@ func refilled(plan *engine.Plan, d int64) int64 {
 	}
 	return n
 }
+
+// fixedOnly reports whether every limit of plan is a FixedWindow.
+func fixedOnly(plan *engine.Plan) bool {
+	for i := range plan.Limits {
+		if plan.Limits[i].Algorithm != engine.FixedWindow {
+			return false
+		}
+	}
+	return true
+}
