@@ -26,8 +26,8 @@ type lot struct {
 	// refunds there and nowhere else (engine.Receipt). nil when the
 	// shared store reports no Result.At.
 	receipt *engine.Receipt
-	id       uint64
-	timer    *time.Timer // real time: gives the lot back when it ends
+	id      uint64
+	timer   *time.Timer // real time: gives the lot back when it ends
 }
 
 // allowance is one key's lease state at this instance.
