@@ -80,7 +80,7 @@ type allowance struct {
 	// A refused reservation, remembered: Takes of at least denyCost are
 	// denied until denyUntil.
 	denyUntil, denyCost, denyAt int64
-	deny                        engine.Result
+	deny                        *engine.Result // nil until a denial
 
 	last int64 // local µs of the last Take
 	gone bool  // evicted
@@ -214,8 +214,9 @@ func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, claime
 		if res.Retry >= 0 && len(claimed) == 0 {
 			a.denyUntil = sent + min(res.Retry, s.conf.maxLease.Microseconds())
 			a.denyCost, a.denyAt = op.Cost, sent
-			a.deny = res
-			a.deny.Limits = append([]engine.LimitResult(nil), res.Limits...)
+			d := res
+			d.Limits = append([]engine.LimitResult(nil), res.Limits...)
+			a.deny = &d
 		}
 		addHeld(op.Plan, &res, a.held(), true)
 		return res, nil
@@ -587,7 +588,7 @@ func (a *allowance) result(sn *snapshot, now, held int64) engine.Result {
 
 // denied returns the remembered denial at now.
 func (a *allowance) denied(now int64) engine.Result {
-	r := a.deny
+	r := *a.deny
 	el := max(now-a.denyAt, 0)
 	r.Retry, r.Reset, r.Window = max(r.Retry-el, 0), max(r.Reset-el, 0), max(r.Window-el, 0)
 	if len(r.Limits) > 0 {

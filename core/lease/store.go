@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -321,36 +322,20 @@ func (s *Store) Close() error {
 }
 
 // tracker counts the Store's calls in flight, so that Close can wait for
-// them.
-type tracker struct {
-	mu   sync.Mutex
-	n    int
-	zero *sync.Cond
-}
+// them: an atomic count, polled by wait (which only Close and Flush call).
+type tracker struct{ n atomic.Int64 }
 
-func (t *tracker) add() {
-	t.mu.Lock()
-	t.n++
-	t.mu.Unlock()
-}
-
-func (t *tracker) done() {
-	t.mu.Lock()
-	if t.n--; t.n == 0 && t.zero != nil {
-		t.zero.Broadcast()
-	}
-	t.mu.Unlock()
-}
+func (t *tracker) add()  { t.n.Add(1) }
+func (t *tracker) done() { t.n.Add(-1) }
 
 func (t *tracker) wait() {
-	t.mu.Lock()
-	if t.zero == nil {
-		t.zero = sync.NewCond(&t.mu)
+	for i := 0; t.n.Load() > 0; i++ {
+		if i < 100 {
+			runtime.Gosched() // most calls in flight end within µs
+		} else {
+			time.Sleep(time.Millisecond)
+		}
 	}
-	for t.n > 0 {
-		t.zero.Wait()
-	}
-	t.mu.Unlock()
 }
 
 // ApplyLocal decides op in process when it can (see core.Store): a Take
@@ -361,7 +346,7 @@ func (s *Store) ApplyLocal(op engine.Op) (engine.Result, bool) {
 		return engine.Result{}, false
 	}
 	a := s.lookup(op.Plan, op.Key)
-	if a == nil {
+	if a == nil || a.frontEnd.Load() == 0 {
 		return engine.Result{}, false
 	}
 	res, ok := a.fast(op.Cost, s.now(&op), op.Now)
