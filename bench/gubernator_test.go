@@ -40,14 +40,20 @@ import (
 //	go test -run '^$' -bench LeasesFleet -benchtime 1x .
 func BenchmarkLeasesFleet(b *testing.B) {
 	addr, _ := redisSetup(b)
-	if err := cluster.StartWith([]guber.PeerInfo{
-		{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
-		{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
-		{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
-	}); err != nil {
-		b.Fatal(err)
+	// One cluster per process: the testing package calls the benchmark
+	// more than once, and gubernator's cluster package keeps its peers in
+	// package variables (its Stop can hang on a second cluster). The
+	// peers end with the process.
+	gubernatorOnce.Do(func() {
+		gubernatorErr = cluster.StartWith([]guber.PeerInfo{
+			{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
+			{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
+			{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
+		})
+	})
+	if gubernatorErr != nil {
+		b.Fatal(gubernatorErr)
 	}
-	defer cluster.Stop()
 	const limit, instances, callers = 2000, 4, 16
 	const fleetFor = 3 * time.Second
 
@@ -86,6 +92,8 @@ func BenchmarkLeasesFleet(b *testing.B) {
 				b.Fatal(err)
 			}
 			out = append(out, func(ctx context.Context, key string) (bool, error) {
+				ctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
 				resp, err := c.GetRateLimits(ctx, &guber.GetRateLimitsReq{Requests: []*guber.RateLimitReq{{
 					Name: name, UniqueKey: key, Hits: 1, Limit: limit, Duration: 1000,
 					Algorithm: guber.Algorithm_TOKEN_BUCKET, Behavior: guber.Behavior_GLOBAL,
@@ -179,6 +187,11 @@ func BenchmarkLeasesFleet(b *testing.B) {
 		b.ReportMetric(unpaced(gubernatorFleet(1e9)), "dps-64-gubernator")
 	}
 }
+
+var (
+	gubernatorOnce sync.Once
+	gubernatorErr  error
+)
 
 // decide is one instance of a fleet deciding for key.
 type decide = func(ctx context.Context, key string) (bool, error)
