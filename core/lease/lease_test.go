@@ -346,3 +346,52 @@ func TestCallersOfAColdKeyShareAReservation(t *testing.T) {
 		t.Errorf("64 callers on a cold key made %d reservations, want a few", n)
 	}
 }
+
+// A Reset made through another instance is not seen by this one's slices
+// until their leases end: after it, the key admits at most a fresh quota
+// plus the units the other instances held (the documented bound), and
+// Flush, as a rule reload would, gives those back.
+func TestAResetElsewhereIsBoundedByTheSlicesHeld(t *testing.T) {
+	plan := planOf(core.PerMinute(100).WithAlgorithm(core.FixedWindow))
+	shared := newShared(t)
+	a, b := newLease(t, shared, lease.WithMinSlice(20)), newLease(t, shared)
+	now := t0
+	for range 10 {
+		now += ms
+		take(t, a, plan, "k", 1, now)
+	}
+	held := int64(0)
+	if res, err := shared.Apply(context.Background(), engine.Op{Plan: plan, Key: "k", Kind: engine.Peek, Now: now}); err == nil {
+		held = 100 - res.Remaining - 10 // reserved by a, not spent
+	}
+	if held <= 0 {
+		t.Fatalf("instance a holds %d units, want a slice", held)
+	}
+	if _, err := b.Apply(context.Background(), engine.Op{Plan: plan, Key: "k", Kind: engine.Reset, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	admitted := int64(0)
+	for range 300 {
+		now += 100
+		for _, st := range []*lease.Store{a, b} {
+			if take(t, st, plan, "k", 1, now).Allowed {
+				admitted++
+			}
+		}
+	}
+	if admitted > 100+held {
+		t.Errorf("after a Reset through b, a and b admitted %d in the window, want at most 100 + the %d units a held", admitted, held)
+	}
+	if admitted < 100 {
+		t.Errorf("after a Reset, a and b admitted %d, want the fresh quota of 100", admitted)
+	}
+	t.Logf("a held %d at the Reset; a and b admitted %d after it", held, admitted)
+	// A rule reload: a's slices go back, and the shared state shows them.
+	before, _ := shared.Apply(context.Background(), engine.Op{Plan: plan, Key: "k", Kind: engine.Peek, Now: now})
+	a.Flush()
+	b.Flush()
+	after, _ := shared.Apply(context.Background(), engine.Op{Plan: plan, Key: "k", Kind: engine.Peek, Now: now})
+	if after.Remaining < before.Remaining {
+		t.Errorf("Flush: shared remaining %d before, %d after; want the units back", before.Remaining, after.Remaining)
+	}
+}
