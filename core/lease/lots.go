@@ -77,16 +77,21 @@ func (a *allowance) insert(l lot) {
 		a.lots[i] = l
 		a.back += l.n
 	} else {
-		if a.nlots > 0 { // the front moves behind
+		// frontEnd is never later than the end of the lot whose units
+		// the front holds, so that a fast Take that passed its check
+		// spends units still good: an earlier end is published before
+		// the swap, a later one after it.
+		if a.nlots > 0 { // the front moves behind; l ends sooner
+			a.frontEnd.Store(l.end)
 			a.lots[0].n = a.swapFront(l.n)
 			a.back += a.lots[0].n
 			copy(a.lots[1:a.nlots+1], a.lots[:a.nlots])
 		} else {
 			a.swapFront(l.n)
+			a.frontEnd.Store(l.end)
 		}
 		l.n = 0
 		a.lots[0] = l
-		a.frontEnd.Store(l.end)
 	}
 	a.nlots++
 	a.publish()
@@ -96,14 +101,16 @@ func (a *allowance) insert(l lot) {
 func (a *allowance) remove(i int) lot {
 	l := a.lots[i]
 	if i == 0 {
-		next, end := int64(0), int64(0)
-		if a.nlots > 1 {
-			next, end = a.lots[1].n, a.lots[1].end
+		if a.nlots > 1 { // the next lot, which ends later, comes forward
+			next := a.lots[1].n
 			a.back -= next
 			a.lots[1].n = 0
+			l.n = a.swapFront(next)
+			a.frontEnd.Store(a.lots[1].end)
+		} else { // nothing is spent from the front any more
+			a.frontEnd.Store(0)
+			l.n = a.swapFront(0)
 		}
-		a.frontEnd.Store(end) // nothing is spent from the front past it
-		l.n = a.swapFront(next)
 	} else {
 		a.back -= l.n
 	}
