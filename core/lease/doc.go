@@ -117,8 +117,11 @@
 // Each allowance measures its key's demand at this instance: the units
 // asked (admitted or not) between reservations, averaged exponentially
 // over about four renew intervals. A reservation asks for the demand of
-// one renew interval (WithRenewInterval), or of the lease when it is
-// shorter, plus the units of callers waiting for it, capped by WithShare
+// one renew interval (WithRenewInterval) or of four round trips, whichever
+// is longer (a round trip measured from the reservation's sending to its
+// answer being acted on: scheduling in a loaded process included), or of
+// the lease when it is shorter, plus the units of callers waiting for it
+// (WithMinSlice sets a floor), capped by WithShare
 // of the remaining units the shared store reported at the last
 // reservation, and by the capacity. Instances asking more renew more
 // often and hold more: a proportional share of the quota, as in Doorman.
@@ -129,9 +132,18 @@
 // what they cost without leases: one round trip, no give-back.
 //
 // A slice is renewed off the request path, by a background Take, once
-// half of it is spent; at most one reservation per key is in flight, and
-// callers that need units while it is wait for it rather than making
+// half of it is spent (or, for a lease that ends by time, two round trips
+// before it ends); at most one reservation ahead per key is in flight,
+// and callers that need units while it is wait for it rather than making
 // their own (Stats.Waits counts the Takes that waited on a round trip).
+// While it is in flight, one local decision in 32 yields the processor
+// (runtime.Gosched): callers that never block would otherwise delay the
+// goroutine that reads its answer.
+//
+// A Take the front lot covers is decided without a lock or an allocation:
+// an atomic decrement of the lot's units, checked against its end. A
+// core.Limiter asks for it through the Store's ApplyLocal before the
+// timeout and the circuit breaker of a remote call (see core.Store).
 //
 // A refused reservation is retried at once for the request alone; refused
 // again, the key is denied in process, with the shared store's Result,
