@@ -175,6 +175,11 @@ func isFailure(ctx context.Context, err error) bool {
 // op's plan): through the breaker, under the timeout, with the failure
 // policy.
 func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *Observation) (Decision, error) {
+	if la, ok := l.store.(localApplier); ok { // decided in memory: no timeout, no breaker
+		if res, ok := la.ApplyLocal(op); ok {
+			return decision(limits, op.Cost, &res), nil
+		}
+	}
 	var b *breaker
 	if l.breakers != nil {
 		b = l.breakers.of(&op)

@@ -42,3 +42,6 @@ func wrap(h http.Handler, layers []guardtest.Layer) http.Handler {
 	}
 	return h
 }
+
+// TestConformanceLeased runs the table with leases on (package lease).
+func TestConformanceLeased(t *testing.T) { guardtest.RunLeased(t, build, false) }
