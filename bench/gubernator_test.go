@@ -1,3 +1,5 @@
+//go:build gubernator
+
 package bench
 
 import (
@@ -37,7 +39,10 @@ import (
 // decisions per second (dps-64). Windows are the callers' own clock,
 // an admission counted in the window its call started and ended in.
 //
-//	go test -run '^$' -bench LeasesFleet -benchtime 1x .
+//	go test -tags gubernator -run '^$' -bench LeasesFleet -benchtime 1x .
+//
+// It builds only with the tag: gubernator's dependencies would make every
+// run of the test command compile them.
 func BenchmarkLeasesFleet(b *testing.B) {
 	addr, _ := redisSetup(b)
 	// One cluster per process: the testing package calls the benchmark
