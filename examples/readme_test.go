@@ -139,7 +139,7 @@ func Example_install() {
 		log.Fatal(err)
 	}
 	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100),
-		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4)))) // Redis down: 1/4 of each limit here
+		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4)))) // Redis down: ⌊limit/4⌋ here, see core.FleetSize
 	if err != nil {
 		log.Fatal(err)
 	}
