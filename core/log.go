@@ -37,7 +37,7 @@ func (l *Limiter) logFailure(ctx context.Context, op *engine.Op, err error) {
 	}
 	cause := ratelog.Cause(err)
 	l.log.Log(ctx, "failure "+cause, 1, slog.LevelWarn, "tollgate: store failed; the failure policy answers",
-		slog.String("limiter", l.scope), slog.String("op", op.Kind.String()),
+		slog.String("limiter", l.name), slog.String("op", op.Kind.String()),
 		slog.String("policy", policyNames[l.policy.mode]), slog.String("error", cause))
 }
 
@@ -56,7 +56,7 @@ func (l *Limiter) logBreaker(ctx context.Context, part string, from, to BreakerS
 	if !l.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("limiter", l.scope)}
+	attrs := []slog.Attr{slog.String("limiter", l.name)}
 	if part != "" {
 		attrs = append(attrs, slog.String("part", part))
 	}

@@ -212,7 +212,7 @@ func newFailoverLoad(s *Store, lim *core.Limiter, keys int, quota int64) *failov
 	for i := range keys {
 		k := "k" + strconv.Itoa(i)
 		fl.keys = append(fl.keys, k)
-		fl.part[k] = s.Part(lim.Name(), k)
+		fl.part[k] = s.Part(lim.Scope(), k)
 	}
 	return fl
 }
@@ -658,7 +658,7 @@ func TestClusterResharding(t *testing.T) {
 	defer fl.mu.Unlock()
 	moved := 0
 	for _, k := range fl.keys {
-		if fl.part[k] == from && s.Part(lim.Name(), k) == to {
+		if fl.part[k] == from && s.Part(lim.Scope(), k) == to {
 			moved++
 		}
 	}
