@@ -84,8 +84,8 @@ func single() []Case {
 			},
 		},
 		{
-			Name:    "a key from a header counts per value, and a request without it or with a huge one is a 400 that says what is wrong",
-			Limits:  []core.Limit{fixed(1, minute, "per-key")},
+			Name:   "a key from a header counts per value, and a request without it or with a huge one is a 400 that says what is wrong",
+			Limits: []core.Limit{fixed(1, minute, "per-key")},
 			// Configured as "X-API-Key": the 400 names it so, not in its
 			// canonical form "X-Api-Key", and any case of it in a request
 			// counts.
