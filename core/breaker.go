@@ -143,6 +143,7 @@ type breaker struct {
 
 	mu       sync.Mutex
 	runStart int64 // start of the first call of the current run
+	cause    error // the last failure's error, under mu: what calls skipped while open log as
 }
 
 // windowSlice counts the calls and failures of one tenth of the window.
@@ -224,6 +225,7 @@ func (b *breaker) success(ctx context.Context, now int64) {
 func (b *breaker) failure(ctx context.Context, start, now int64, err error) {
 	b.count(now, true)
 	b.mu.Lock()
+	b.cause = err
 	from := BreakerState(b.state.Load())
 	open := false
 	switch {
@@ -253,6 +255,14 @@ func (b *breaker) failure(ctx context.Context, start, now int64, err error) {
 	case from == BreakerHalfOpen:
 		b.changed(ctx, BreakerHalfOpen, BreakerOpen, err)
 	}
+}
+
+// lastCause returns the error of the last failure: for a call the open
+// breaker skips, the cause that the failure policy answers it for.
+func (b *breaker) lastCause() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cause
 }
 
 // count adds a call to the current slice of the window. A slice whose time

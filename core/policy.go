@@ -194,6 +194,7 @@ func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *O
 	if b != nil {
 		start = b.now()
 		if !b.allow(ctx, start) {
+			l.logSkipped(ctx, &op, b.lastCause())
 			return l.fail(ctx, op, limits, errOpen, o)
 		}
 	}
