@@ -53,6 +53,15 @@ func warm(client Client, conns int, timeout time.Duration) {
 	node := func(ctx context.Context, c Client) error {
 		// Each connection is held until all are dialled, so that they are
 		// n distinct ones, and then returned to the pool, idle.
+		// The first connection, with the script, alone: go-redis settles
+		// what it negotiates with the server (options its connections
+		// share) on it, before the others dial at once.
+		pipe := c.Pipeline()
+		pipe.Ping(ctx)
+		pipe.ScriptLoad(ctx, generic.src)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err // down, or too slow: the calls will dial
+		}
 		rc, _ := c.(*redis.Client)
 		held := make([]*redis.Conn, conns)
 		var wg sync.WaitGroup
@@ -60,18 +69,14 @@ func warm(client Client, conns int, timeout time.Duration) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var pipe redis.Pipeliner
 				if rc != nil {
 					held[i] = rc.Conn()
-					pipe = held[i].Pipeline()
+					_ = held[i].Ping(ctx).Err()
 				} else {
-					pipe = c.Pipeline()
+					p := c.Pipeline()
+					p.Ping(ctx)
+					_, _ = p.Exec(ctx)
 				}
-				pipe.Ping(ctx)
-				if i == 0 {
-					pipe.ScriptLoad(ctx, generic.src)
-				}
-				_, _ = pipe.Exec(ctx)
 			}()
 		}
 		wg.Wait()
