@@ -25,6 +25,7 @@ var programs = []string{
 	"weighted",
 	"posthoc",
 	"rulesfile",
+	"metrics",
 }
 
 // onRedis are the programs whose -selftest needs a Redis (-redis).
