@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"time"
@@ -91,6 +92,9 @@ func main() {
 	redisAddr := flag.String("redis", "", "keep the limits in the Redis at this address (default: in memory)")
 	selftest := flag.Bool("selftest", false, "serve on a free loopback port, check the metrics and exit")
 	flag.Parse()
+	// go-redis's own lines (a line per failed dial while Redis is down)
+	// go to slog at debug level, at most one a second per kind.
+	redis.SetLogger(redisstore.GoRedisLogger(slog.Default()))
 	if *selftest {
 		if err := selfTest(*redisAddr); err != nil {
 			log.Fatalf("selftest: %v", err)
