@@ -20,8 +20,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/gofiber/fiber/v2"
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
@@ -33,7 +31,6 @@ import (
 	"github.com/tollgate/tollgate/ginlimit"
 	"github.com/tollgate/tollgate/grpclimit"
 	"github.com/tollgate/tollgate/nethttp"
-	"github.com/tollgate/tollgate/promlimit"
 )
 
 // limiters is the README's common setup.
@@ -152,26 +149,6 @@ func Example_install() {
 	r.Use(ginlimit.New(lim))
 	r.GET("/hello", func(c *gin.Context) { c.String(http.StatusOK, "hello\n") })
 	log.Fatal(r.Run("127.0.0.1:8080"))
-	// README: end
-}
-
-func Example_prometheus() {
-	var hello http.Handler
-	// README: prometheus
-	obs, err := promlimit.New()
-	if err != nil {
-		log.Fatal(err)
-	}
-	prometheus.MustRegister(obs) // the default registry, which promhttp.Handler serves
-	store := memstore.New(memstore.WithObserver(obs))
-	lim, err := core.New(store, core.PerMinute(100).Named("per-minute"), core.WithName("api"), core.WithObserver(obs))
-	if err != nil {
-		log.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /hello", nethttp.New(lim)(hello))
-	mux.Handle("GET /metrics", promhttp.Handler()) // not limited: Prometheus scrapes it
-	log.Fatal(http.ListenAndServe(":8080", mux))
 	// README: end
 }
 

@@ -22,7 +22,7 @@ import (
 
 // Failover, for real: a Redis Cluster with a replica per master, and a
 // Sentinel setup, each started by the test on loopback; a master killed
-// under load. See the README's "Redis in production" for the settings
+// under load. See docs/redis.md, "Redis in production", for the settings
 // these tests use and what they show.
 
 // clusterNodeTimeout is the tests' cluster-node-timeout: how long a master
@@ -75,7 +75,7 @@ type testCluster struct {
 }
 
 // startCluster starts a cluster of masters masters and as many replicas,
-// with the settings the README recommends (cluster-require-full-coverage
+// with the settings docs/redis.md recommends (cluster-require-full-coverage
 // no: the healthy masters keep serving while a failed one's slots move),
 // and waits until it is whole and every replica in sync.
 func startCluster(t testing.TB, masters int) *testCluster {
