@@ -25,13 +25,18 @@ func TestConformance(t *testing.T) {
 
 // TestInFlight holds concurrency limits to the requests in the handler,
 // panics included.
-func TestInFlight(t *testing.T) {
-	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		e := echo.New()
-		e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
-		e.Any("/*", echo.WrapHandler(cfg.App))
-		return e
-	})
+func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, appWide) }
+
+// TestSlowRefund refunds a request that fails after a window's end to the
+// window it was taken from.
+func TestSlowRefund(t *testing.T) { guardtest.RunSlowRefund(t, appWide) }
+
+// appWide mounts cfg's app-wide layers with e.Use, and the app.
+func appWide(t *testing.T, cfg guardtest.Config) http.Handler {
+	e := echo.New()
+	e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
+	e.Any("/*", echo.WrapHandler(cfg.App))
+	return e
 }
 
 // TestConformanceWithConfig runs the table through NewWithConfig, as

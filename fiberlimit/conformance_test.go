@@ -37,15 +37,20 @@ func TestConformance(t *testing.T) {
 
 // TestInFlight holds concurrency limits to the requests in the handler,
 // panics included.
-func TestInFlight(t *testing.T) {
-	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		app := fiber.New()
-		for _, h := range handlers(cfg.In(guardtest.AppWide)) {
-			app.Use(h)
-		}
-		app.Use(withUserContext(cfg.App))
-		return adaptor.FiberApp(app)
-	})
+func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, appWide) }
+
+// TestSlowRefund refunds a request that fails after a window's end to the
+// window it was taken from.
+func TestSlowRefund(t *testing.T) { guardtest.RunSlowRefund(t, appWide) }
+
+// appWide mounts cfg's app-wide layers with app.Use, and the app.
+func appWide(t *testing.T, cfg guardtest.Config) http.Handler {
+	app := fiber.New()
+	for _, h := range handlers(cfg.In(guardtest.AppWide)) {
+		app.Use(h)
+	}
+	app.Use(withUserContext(cfg.App))
+	return adaptor.FiberApp(app)
 }
 
 // handlers returns the middlewares of layers, outermost first.

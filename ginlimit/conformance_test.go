@@ -42,13 +42,18 @@ func TestConformanceOnARoute(t *testing.T) {
 
 // TestInFlight holds concurrency limits to the requests in the handler,
 // panics included.
-func TestInFlight(t *testing.T) {
-	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		r := gin.New()
-		r.Use(handlers(cfg.In(guardtest.AppWide))...)
-		r.NoRoute(gin.WrapH(cfg.App))
-		return r
-	})
+func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, appWide) }
+
+// TestSlowRefund refunds a request that fails after a window's end to the
+// window it was taken from.
+func TestSlowRefund(t *testing.T) { guardtest.RunSlowRefund(t, appWide) }
+
+// appWide mounts cfg's app-wide layers with r.Use, and the app.
+func appWide(t *testing.T, cfg guardtest.Config) http.Handler {
+	r := gin.New()
+	r.Use(handlers(cfg.In(guardtest.AppWide))...)
+	r.NoRoute(gin.WrapH(cfg.App))
+	return r
 }
 
 // mountGroup mounts the group and its routes of a stacked case on r.
