@@ -307,7 +307,8 @@ func readmeAndGuides(t *testing.T) string {
 
 // TestREADMEQuickStartCompiles builds every complete program of the
 // README (a go block that starts with "package main") as a user would
-// paste it: in a directory of its own in this module, imports included.
+// paste it: in a directory of its own in this module, imports included,
+// and checks it is gofmt-formatted.
 func TestREADMEQuickStartCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the README's programs")
@@ -347,9 +348,11 @@ func TestREADMEQuickStartCompiles(t *testing.T) {
 		}
 		pkgs = append(pkgs, "./"+filepath.ToSlash(sub))
 	}
-	cmd := exec.Command(gobin, append([]string{"vet"}, pkgs...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go vet of the README's programs: %v\n%s", err, out)
+	args := append(append([]string{"build"}, buildFlags()...), "-o", os.DevNull)
+	for _, p := range pkgs {
+		if out, err := exec.Command(gobin, append(args, p)...).CombinedOutput(); err != nil {
+			t.Errorf("go build of the README's program %s: %v\n%s", p, err, out)
+		}
 	}
 	for i, p := range programs {
 		out, err := exec.Command(filepath.Join(filepath.Dir(gobin), "gofmt"), "-l", filepath.Join(dir, fmt.Sprint("p", i), "main.go")).CombinedOutput()
