@@ -81,7 +81,7 @@ func newLanes(s *Store, client Client, size, workers int) *lanes {
 func (ls *lanes) newLane(addr string, client Client, size, workers int) *lane {
 	l := &lane{addr: addr, client: client, honours: honoursDeadlines(client), id: 1 + rand.Int64N(1<<52-1)}
 	if h, ok := client.(hookable); ok && client != Client(ls.cluster) {
-		h.AddHook(dialWatch{weak.Make(ls.s), addr})
+		h.AddHook(dialWatch{weak.Make(ls.s), addr, retriesDials(client)})
 	}
 	if workers > 0 {
 		l.batch = newBatcher(ls.s, client, addr, size, workers)
