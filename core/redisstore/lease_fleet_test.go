@@ -338,6 +338,11 @@ func TestLeasedFleetFaults(t *testing.T) {
 	t.Run("Redis SIGSTOPped for 300ms", func(t *testing.T) {
 		srv := startServer(t)
 		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, addr: srv.addr, midway: func([]*fleetProc) {
+			// At a window's start, when every instance's leases have
+			// just ended and its demand needs new slices: late in a
+			// window the limit is spent and instances deny locally,
+			// asking Redis nothing.
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 5*time.Millisecond)))
 			srv.signal(syscall.SIGSTOP)
 			time.Sleep(300 * time.Millisecond)
 			srv.signal(syscall.SIGCONT)
