@@ -4,31 +4,22 @@ import (
 	"container/heap"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/tollgate/tollgate/adaptive"
 )
 
-// virtualClock is a core.Clock that reads the simulation's time.
+// virtualClock is a core.Clock that reads the simulation's time. The
+// simulation runs on one goroutine: no lock.
 type virtualClock struct {
-	mu  sync.Mutex
 	now time.Time
 }
 
 func newClock() *virtualClock { return &virtualClock{now: time.Unix(1_700_000_000, 0)} }
 
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func (c *virtualClock) Now() time.Time { return c.now }
 
-func (c *virtualClock) set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
+func (c *virtualClock) set(t time.Time) { c.now = t }
 
 // server is a discrete-event model of a service on a virtual clock: slots
 // requests are served at once, each for a log-normal service time of
