@@ -1,6 +1,7 @@
 package echolimit
 
 import (
+	"errors"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tollgate/tollgate/core"
@@ -50,10 +51,10 @@ import (
 // style), with a message that names the option: programmer errors, caught
 // at startup. The middleware is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) echo.MiddlewareFunc {
-	if lim == nil {
-		panic("echolimit: New: nil *core.Limiter")
-	}
 	g, err := guard.New(lim, opts...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("echolimit: New: nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("echolimit: New: " + err.Error())
 	}

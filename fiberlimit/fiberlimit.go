@@ -2,6 +2,7 @@ package fiberlimit
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
@@ -47,10 +48,10 @@ import (
 // style), with a message that names the option: programmer errors, caught
 // at startup. The handler is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) fiber.Handler {
-	if lim == nil {
-		panic("fiberlimit: New: nil *core.Limiter")
-	}
 	g, err := guard.New(lim, opts...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("fiberlimit: New: nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("fiberlimit: New: " + err.Error())
 	}

@@ -2,6 +2,7 @@ package ginlimit
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gin-gonic/gin"
 
@@ -45,10 +46,10 @@ import (
 // style), with a message that names the option: programmer errors, caught
 // at startup. The middleware is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
-	if lim == nil {
-		panic("ginlimit: New: nil *core.Limiter")
-	}
 	g, err := guard.New(lim, opts...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("ginlimit: New: nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("ginlimit: New: " + err.Error())
 	}

@@ -2,6 +2,7 @@ package grpclimit
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/grpc"
 
@@ -121,13 +122,13 @@ func StreamServerInterceptor(lim *core.Limiter, opts ...Option) grpc.StreamServe
 // newGuard returns the Guard of an interceptor made by the function fn:
 // the denied and error handlers of this package, then opts.
 func newGuard(fn string, lim *core.Limiter, opts []Option) *guard.Guard {
-	if lim == nil {
-		panic("grpclimit: " + fn + ": nil *core.Limiter")
-	}
 	all := make([]guard.Option, 0, len(opts)+2)
 	all = append(all, guard.WithDeniedHandler(deniedStatus), guard.WithErrorHandler(errorStatus))
 	all = append(all, opts...)
 	g, err := guard.New(lim, all...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("grpclimit: " + fn + ": nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("grpclimit: " + fn + ": " + err.Error())
 	}

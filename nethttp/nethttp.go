@@ -2,6 +2,7 @@ package nethttp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -36,10 +37,10 @@ import (
 // at startup. The middleware is
 // safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
-	if lim == nil {
-		panic("nethttp: New: nil *core.Limiter")
-	}
 	g, err := guard.New(lim, opts...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("nethttp: New: nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("nethttp: New: " + err.Error())
 	}
