@@ -69,3 +69,14 @@ func middlewares(layers []guardtest.Layer, mk func(guardtest.Layer) echo.Middlew
 	}
 	return ms
 }
+
+// TestAdaptive holds the adaptive limit to the requests in the handler:
+// shedding, priorities, panics.
+func TestAdaptive(t *testing.T) {
+	guardtest.RunAdaptive(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+		e := echo.New()
+		e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
+		e.Any("/*", echo.WrapHandler(cfg.App))
+		return e
+	})
+}

@@ -76,3 +76,16 @@ func withUserContext(h http.Handler) fiber.Handler {
 		return c.Send(rec.Body.Bytes())
 	}
 }
+
+// TestAdaptive holds the adaptive limit to the requests in the handler:
+// shedding, priorities, panics.
+func TestAdaptive(t *testing.T) {
+	guardtest.RunAdaptive(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+		app := fiber.New()
+		for _, h := range handlers(cfg.In(guardtest.AppWide)) {
+			app.Use(h)
+		}
+		app.Use(withUserContext(cfg.App))
+		return adaptor.FiberApp(app)
+	})
+}

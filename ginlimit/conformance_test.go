@@ -66,3 +66,14 @@ func handlers(layers []guardtest.Layer) []gin.HandlerFunc {
 	}
 	return hs
 }
+
+// TestAdaptive holds the adaptive limit to the requests in the handler:
+// shedding, priorities, panics.
+func TestAdaptive(t *testing.T) {
+	guardtest.RunAdaptive(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
+		r := gin.New()
+		r.Use(handlers(cfg.In(guardtest.AppWide))...)
+		r.NoRoute(gin.WrapH(cfg.App))
+		return r
+	})
+}

@@ -38,3 +38,7 @@ func wrap(h http.Handler, layers []guardtest.Layer) http.Handler {
 	}
 	return h
 }
+
+// TestAdaptive holds the adaptive limit to the requests in the handler:
+// shedding, priorities, panics.
+func TestAdaptive(t *testing.T) { guardtest.RunAdaptive(t, build) }
