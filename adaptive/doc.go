@@ -45,6 +45,10 @@
 //	                      so m is a no-load latency again
 //	B unchanged           otherwise: under load B never drifts upward
 //
+// A window that ends with fewer than MinSamples samples (at the longest
+// window, under light traffic) moves B by n/MinSamples of the step: one
+// lucky sample does not drag it down.
+//
 // No phase pins concurrency low to measure B (as Envoy's minRTT
 // re-measurement does, failing requests meanwhile): B is learned from live
 // traffic, and protected from ratcheting upward under sustained load (the

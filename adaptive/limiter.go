@@ -188,7 +188,7 @@ func (l *Limiter) maybeUpdate(now time.Time) (windowEnd, bool) {
 	if l.n > 0 {
 		w.Latency = l.sum / time.Duration(l.n)
 		w.InFlight = float64(l.inSum) / float64(l.n)
-		l.b = nextBaseline(l.b, w.Latency, w.InFlight, l.l)
+		l.b = nextBaseline(l.b, w.Latency, w.InFlight, l.l, min(float64(l.n)/float64(l.minSamples), 1))
 	}
 	w.Baseline = l.b
 	next := l.alg.Next(&w)
@@ -216,15 +216,18 @@ func (l *Limiter) maybeUpdate(now time.Time) (windowEnd, bool) {
 
 // nextBaseline returns the no-load latency estimate after a window of
 // mean latency m, at mean in-flight in under limit lim, from b (0: none):
-// fast down, up only while concurrency was low (see the package doc).
-func nextBaseline(b, m time.Duration, in, lim float64) time.Duration {
+// fast down, up only while concurrency was low (see the package doc). A
+// window of fewer samples than a full one (it ended at the longest window,
+// under light traffic) moves b by weight w < 1 of the full step: a mean
+// of a few samples is noisy, and one lucky sample must not drag b down.
+func nextBaseline(b, m time.Duration, in, lim, w float64) time.Duration {
 	switch {
 	case b == 0:
 		return m
 	case m < b:
-		return b + (m-b)/2
+		return b + time.Duration(w*float64(m-b)/2)
 	case in <= lim/2:
-		return b + (m-b)/10
+		return b + time.Duration(w*float64(m-b)/10)
 	}
 	return b
 }

@@ -207,3 +207,29 @@ func TestPrioritiesProtectCritical(t *testing.T) {
 	t.Logf("critical served %.2f%%, sheddable %.1f%%, goodput %.1f%%", 100*crit,
 		100*float64(s.served[1])/float64(s.arrived[1]), 100*goodput/capacity)
 }
+
+// After a long spell of light traffic (windows of a few samples, ended
+// by the longest window), a sudden overload still finds the limit near
+// capacity: the no-load estimate was not dragged down by lucky samples.
+func TestOverloadAfterLightTraffic(t *testing.T) {
+	clock := newClock()
+	lim := newLimiter(t, clock)
+	quiet := 2 * time.Minute
+	s := &server{Slots: constant(slots), Median: median, Seed: 8, From: quiet + 5*time.Second,
+		Rate: func(t time.Duration) float64 {
+			if t < quiet {
+				return 5 // a request every 200 ms
+			}
+			return 10 * capacity
+		}}
+	s.run(lim, clock, quiet+35*time.Second)
+	goodput := float64(s.served[0]) / (30 * time.Second).Seconds()
+	if goodput < 0.9*capacity {
+		t.Errorf("goodput %.0f/s after light traffic, want at least 90%% of %.0f/s (limit %.1f)", goodput, capacity,
+			s.meanLimit(quiet+5*time.Second, quiet+35*time.Second))
+	}
+	if got := p99(s.samples); got > 2*unloadedP99 {
+		t.Errorf("p99 %v, want at most 2 × %v", got, unloadedP99)
+	}
+	t.Logf("goodput %.1f%%, p99 %v, limit %.1f", 100*goodput/capacity, p99(s.samples), s.meanLimit(quiet+5*time.Second, quiet+35*time.Second))
+}
