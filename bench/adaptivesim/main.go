@@ -12,10 +12,12 @@
 //	peer      platinummonkey/go-concurrency-limits v0.8.0, its default
 //	          limiter (Vegas)
 //
-// and writes a Markdown table of the figures to standard output and one
-// SVG per scenario (limit, in flight and p99 over time) to -out:
+// and writes a Markdown table of the figures to standard output, and one
+// SVG (limit, in flight and p99 over time) and one CSV (the same series)
+// per scenario to -out; -replot redraws the SVGs from the CSVs:
 //
-//	cd bench && go run ./adaptivesim -out adaptivesim
+//	cd bench && go run ./adaptivesim -out adaptivesim/plots
+//	go run ./adaptivesim -replot -out adaptivesim/plots
 //
 // Time is scaled by -scale: real time runs that many times faster than
 // simulated time. Every figure is reported in simulated time, so the
@@ -45,7 +47,15 @@ func main() {
 	only := flag.String("only", "", "comma-separated scenarios to run (default: all)")
 	targets := flag.String("targets", strings.Join(targetNames, ","), "comma-separated targets to compare")
 	fixed := flag.Int64("fixed", 15, "the InFlight limit of the fixed target")
+	replotOnly := flag.Bool("replot", false, "redraw the plots from the CSV files in -out, without running")
 	flag.Parse()
+	if *replotOnly {
+		if err := replot(*out, model{slots: 10, median: 20 * time.Millisecond}); err != nil {
+			fmt.Fprintln(os.Stderr, "adaptivesim:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*scale, *out, *only, strings.Split(*targets, ","), *fixed); err != nil {
 		fmt.Fprintln(os.Stderr, "adaptivesim:", err)
 		os.Exit(1)
@@ -78,10 +88,14 @@ func run(scale float64, out, only string, targets []string, fixed int64) error {
 				len(o.results), 100*o.goodput()/m.capacity(), o.p99(), 100*o.shedShare())
 			runs = append(runs, o)
 		}
-		if err := plot(out, sc, runs, unloaded); err != nil {
+		ss := make([]series, len(runs))
+		for i, o := range runs {
+			ss[i] = seriesOf(o)
+		}
+		if err := plot(out, sc, ss, unloaded); err != nil {
 			return err
 		}
-		if err := writeCSV(out, sc, runs); err != nil {
+		if err := writeCSV(out, sc, ss, unloaded); err != nil {
 			return err
 		}
 		all = append(all, runs...)

@@ -306,11 +306,11 @@ func (o *outcome) meanLimit(from, to time.Duration) float64 {
 }
 
 // settleAfter returns how long after from the run settles until to: the
-// first time after which every 500 ms of simulated time has a p99 of
+// first time after which every second of simulated time has a p99 of
 // served requests within 2 × unloaded and a goodput of at least 90% of
 // the capacity of the moment; -1 if it never does.
 func (o *outcome) settleAfter(from, to time.Duration, capacity float64, unloaded time.Duration) time.Duration {
-	const step = 500 * time.Millisecond
+	const step = time.Second
 	at := time.Duration(-1)
 	for t := from; t+step <= to; t += step {
 		p := o.p99In(t, t+step)
