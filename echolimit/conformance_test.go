@@ -25,13 +25,14 @@ func TestConformance(t *testing.T) {
 
 // TestInFlight holds concurrency limits to the requests in the handler,
 // panics included.
-func TestInFlight(t *testing.T) {
-	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		e := echo.New()
-		e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
-		e.Any("/*", echo.WrapHandler(cfg.App))
-		return e
-	})
+func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, appWide) }
+
+// appWide mounts cfg's app-wide layers with e.Use in front of its App.
+func appWide(t *testing.T, cfg guardtest.Config) http.Handler {
+	e := echo.New()
+	e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
+	e.Any("/*", echo.WrapHandler(cfg.App))
+	return e
 }
 
 // TestConformanceWithConfig runs the table through NewWithConfig, as
@@ -72,11 +73,4 @@ func middlewares(layers []guardtest.Layer, mk func(guardtest.Layer) echo.Middlew
 
 // TestAdaptive holds the adaptive limit to the requests in the handler:
 // shedding, priorities, panics.
-func TestAdaptive(t *testing.T) {
-	guardtest.RunAdaptive(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		e := echo.New()
-		e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
-		e.Any("/*", echo.WrapHandler(cfg.App))
-		return e
-	})
-}
+func TestAdaptive(t *testing.T) { guardtest.RunAdaptive(t, appWide) }

@@ -37,15 +37,16 @@ func TestConformance(t *testing.T) {
 
 // TestInFlight holds concurrency limits to the requests in the handler,
 // panics included.
-func TestInFlight(t *testing.T) {
-	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		app := fiber.New()
-		for _, h := range handlers(cfg.In(guardtest.AppWide)) {
-			app.Use(h)
-		}
-		app.Use(withUserContext(cfg.App))
-		return adaptor.FiberApp(app)
-	})
+func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, appWide) }
+
+// appWide mounts cfg's app-wide layers with app.Use in front of its App.
+func appWide(t *testing.T, cfg guardtest.Config) http.Handler {
+	app := fiber.New()
+	for _, h := range handlers(cfg.In(guardtest.AppWide)) {
+		app.Use(h)
+	}
+	app.Use(withUserContext(cfg.App))
+	return adaptor.FiberApp(app)
 }
 
 // handlers returns the middlewares of layers, outermost first.
@@ -79,13 +80,4 @@ func withUserContext(h http.Handler) fiber.Handler {
 
 // TestAdaptive holds the adaptive limit to the requests in the handler:
 // shedding, priorities, panics.
-func TestAdaptive(t *testing.T) {
-	guardtest.RunAdaptive(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		app := fiber.New()
-		for _, h := range handlers(cfg.In(guardtest.AppWide)) {
-			app.Use(h)
-		}
-		app.Use(withUserContext(cfg.App))
-		return adaptor.FiberApp(app)
-	})
-}
+func TestAdaptive(t *testing.T) { guardtest.RunAdaptive(t, appWide) }

@@ -42,13 +42,14 @@ func TestConformanceOnARoute(t *testing.T) {
 
 // TestInFlight holds concurrency limits to the requests in the handler,
 // panics included.
-func TestInFlight(t *testing.T) {
-	guardtest.RunInFlight(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		r := gin.New()
-		r.Use(handlers(cfg.In(guardtest.AppWide))...)
-		r.NoRoute(gin.WrapH(cfg.App))
-		return r
-	})
+func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, appWide) }
+
+// appWide mounts cfg's app-wide layers with r.Use in front of its App.
+func appWide(t *testing.T, cfg guardtest.Config) http.Handler {
+	r := gin.New()
+	r.Use(handlers(cfg.In(guardtest.AppWide))...)
+	r.NoRoute(gin.WrapH(cfg.App))
+	return r
 }
 
 // mountGroup mounts the group and its routes of a stacked case on r.
@@ -69,11 +70,4 @@ func handlers(layers []guardtest.Layer) []gin.HandlerFunc {
 
 // TestAdaptive holds the adaptive limit to the requests in the handler:
 // shedding, priorities, panics.
-func TestAdaptive(t *testing.T) {
-	guardtest.RunAdaptive(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		r := gin.New()
-		r.Use(handlers(cfg.In(guardtest.AppWide))...)
-		r.NoRoute(gin.WrapH(cfg.App))
-		return r
-	})
-}
+func TestAdaptive(t *testing.T) { guardtest.RunAdaptive(t, appWide) }

@@ -76,14 +76,7 @@ func (g *Guard) shed(w Writer, r keyfuncs.Request, next Next, ch *chainState, co
 	ls.extra = g.unasked(r, ch, -1)
 	ls.extra = append(ls.extra, g.routes.inner(routeOf(r))...)
 	g.setHeaders(w, &ls)
-	if g.hookDeny != nil {
-		g.hookDeny(r, dn)
-	}
-	if g.dryRun {
-		next(r.Context())
-		return nil
-	}
-	return g.denied(w, r, dn)
+	return g.answer(w, r, next, dn)
 }
 
 // release gives back t, a ticket of the adaptive limit: with its latency

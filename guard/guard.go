@@ -337,6 +337,12 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 	}
 	ls.extra = append(ls.extra, g.routes.inner(routeOf(r))...)
 	dn.Policies = g.setHeaders(w, &ls)
+	return g.answer(w, r, next, dn)
+}
+
+// answer reports the denial dn to the OnDenied hook and answers it with
+// the DeniedHandler; in dry run, the request goes on instead.
+func (g *Guard) answer(w Writer, r keyfuncs.Request, next Next, dn *Denial) error {
 	if g.hookDeny != nil {
 		g.hookDeny(r, dn)
 	}
