@@ -83,6 +83,8 @@ type Decision struct {
 	// value), its failure policy while the store fails, or its deny cache
 	// (WithDenyCache) remembering a denial of the store.
 	Source Source
+
+	at int64 // when the store charged the cost, Unix µs; 0: it did not (see Receipt)
 }
 
 // Source tells what made a Decision.
@@ -144,7 +146,7 @@ func decide(d *Decision, limits []Limit, cost int64, res *engine.Result) {
 	d.Remaining = res.Remaining
 	d.ResetAfter = micros(res.Reset)
 	d.EffectiveWindow = micros(res.Window)
-	d.Lease = res.Lease
+	d.Lease, d.at = res.Lease, res.At
 	if uint(res.Binding) < uint(len(limits)) {
 		d.Limit = limits[res.Binding]
 	}

@@ -270,6 +270,7 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 		return err
 	}
 	decide(d, l.limits, cost, &res)
+	d.charged(engine.Take, res.At)
 	return nil
 }
 
@@ -286,12 +287,15 @@ func (l *Limiter) takeBrief(ctx context.Context, key string, cost int64, d *Deci
 		return err
 	}
 	d.Allowed, d.Cost, d.Remaining, d.Lease = b.Allowed, cost, b.Remaining, b.Lease
+	if b.Allowed {
+		d.at = b.At
+	}
 	d.ResetAfter, d.EffectiveWindow = micros(b.Reset), micros(b.Window)
 	d.Limit = l.limits[0]
 	if b.Allowed {
-		d.Delay = micros(b.Delay)
+		d.Delay = micros(b.Wait)
 	} else {
-		d.RetryAfter = micros(b.Retry)
+		d.RetryAfter = micros(b.Wait)
 	}
 	return nil
 }
@@ -316,9 +320,17 @@ func (l *Limiter) Charge(ctx context.Context, key string, cost int64) (Decision,
 	return l.do(ctx, engine.Charge, key, cost, nil)
 }
 
-// Refund gives cost back to every limit of key, never below zero usage: the
-// unused part of an estimate, or a failed request. The Decision reports the
-// state after the refund, as Peek would.
+// Refund gives cost back to every limit of key, never below zero usage, in
+// the current state: the current window first, the newest log entries
+// first. The Decision reports the state after the refund, as Peek would.
+//
+// Prefer RefundTo, with the Receipt of the Decision that charged the
+// units: Refund does not know where they went, and a refund made after a
+// window's end gives the new window room it never gave out (a fixed window
+// admits more than its quota in it), and a token bucket that refilled
+// since the charge gets units back that undoing the charge would not give.
+// Refund is exact only for units taken in the current window, or from a
+// bucket that stayed busy since.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int64) (Decision, error) {
 	return l.do(ctx, engine.Refund, key, cost, nil)
 }
@@ -392,7 +404,9 @@ func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit, o *Ob
 	if err != nil {
 		return l.failed(ctx, op, limits, err, o)
 	}
-	return decision(limits, op.Cost, &res), nil
+	d := decision(limits, op.Cost, &res)
+	d.charged(op.Kind, res.At)
+	return d, nil
 }
 
 // failed handles the error err of an InProcess store's Apply(ctx, op): a

@@ -201,7 +201,9 @@ func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *O
 		if b != nil {
 			b.success(ctx, b.now())
 		}
-		return decision(limits, op.Cost, &res), nil
+		d := decision(limits, op.Cost, &res)
+		d.charged(op.Kind, res.At)
+		return d, nil
 	case !isFailure(ctx, err):
 		return Decision{}, err
 	}
@@ -300,6 +302,7 @@ func (l *Limiter) fallback(ctx context.Context, op engine.Op, limits []Limit, er
 	}
 	if ferr == nil {
 		d := decision(limits, op.Cost, &res)
+		d.charged(op.Kind, res.At)
 		d.Source = FromFallback
 		if d.Lease > 0 {
 			d.Lease |= fallbackLease

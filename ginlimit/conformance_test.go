@@ -44,7 +44,11 @@ func TestConformanceOnARoute(t *testing.T) {
 // panics included.
 func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, appWide) }
 
-// appWide mounts cfg's app-wide layers with r.Use in front of its App.
+// TestSlowRefund refunds a request that fails after a window's end to the
+// window it was taken from.
+func TestSlowRefund(t *testing.T) { guardtest.RunSlowRefund(t, appWide) }
+
+// appWide mounts cfg's app-wide layers with r.Use, and the app.
 func appWide(t *testing.T, cfg guardtest.Config) http.Handler {
 	r := gin.New()
 	r.Use(handlers(cfg.In(guardtest.AppWide))...)

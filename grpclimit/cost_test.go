@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/grpclimit"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
@@ -240,5 +242,47 @@ func TestSkippedRPCsAreNotLimited(t *testing.T) {
 	}
 	if r := callUnary(t, c, 0); r.err != nil {
 		t.Errorf("the first limited RPC failed: %v", r.err)
+	}
+}
+
+// An RPC admitted just before a window ends that fails after the next
+// window filled is refunded to its own window, which is gone: the new
+// window stays at its quota (see guardtest.RunSlowRefund).
+func TestASlowFailedRPCIsRefundedToItsOwnWindow(t *testing.T) {
+	clock := guardtest.NewClock(guardtest.Epoch.Add(59500 * time.Millisecond))
+	ms := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
+	t.Cleanup(func() { ms.Close() })
+	lim, err := core.New(ms, perMinute(2, "per-minute"), core.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var slow atomic.Bool
+	slow.Store(true)
+	svc := &service{unary: func(context.Context) error {
+		if slow.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+			return status.Error(codes.Unavailable, "backend down")
+		}
+		return nil
+	}}
+	opt := grpclimit.WithRefundOn(guard.ServerErrors)
+	cl := serve(t, client, svc, grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim, opt)))
+	first := make(chan reply)
+	go func() { first <- callUnary(t, cl, 0) }()
+	<-entered
+	clock.Advance(time.Second) // into [60 s, 120 s)
+	for i, want := range []codes.Code{codes.OK, codes.OK, codes.ResourceExhausted} {
+		if r := callUnary(t, cl, 0); r.code() != want {
+			t.Fatalf("RPC %d at 60.5 s: code %v, want %v", i+1, r.code(), want)
+		}
+	}
+	close(release)
+	if r := <-first; r.code() != codes.Unavailable {
+		t.Fatalf("the slow RPC: code %v, want Unavailable", r.code())
+	}
+	if r := callUnary(t, cl, 0); r.code() != codes.ResourceExhausted {
+		t.Errorf("after the slow RPC's refund: code %v, want ResourceExhausted (the new window holds its quota of 2)", r.code())
 	}
 }

@@ -149,6 +149,28 @@ type entry struct {
 	// leases are the acquisitions the request holds on the state's
 	// Concurrency limits (core.Decision.Lease), not released yet.
 	leases []int64
+	// took and more are the charges whose units make up held, oldest
+	// first: a refund gives units back to where each charge put them (a
+	// core.Receipt), newest first. Most entries have one charge.
+	took taken
+	more []taken
+}
+
+// taken is a charge an entry holds units of: its receipt, and its units
+// not given back.
+type taken struct {
+	rc   core.Receipt
+	left int64
+}
+
+// hold records that e holds n more units, charged as rc says.
+func (e *entry) hold(rc core.Receipt, n int64) {
+	e.held += n
+	if e.took.left == 0 && len(e.more) == 0 {
+		e.took = taken{rc, n}
+		return
+	}
+	e.more = append(e.more, taken{rc, n})
 }
 
 // add appends an entry of g's for lim's state of key, decided d, and
@@ -163,6 +185,7 @@ func (c *chainState) add(g *Guard, lim *core.Limiter, key string, d *core.Decisi
 	e := &c.entries[at]
 	e.g, e.lim, e.key, e.d = g, lim, key, *d
 	e.held, e.limits, e.pin, e.never, e.settled, e.leases = 0, nil, 0, false, false, nil
+	e.took, e.more = taken{}, nil
 	return at
 }
 
@@ -249,20 +272,42 @@ func indexOf(d *core.Decision) int {
 	return 0
 }
 
-// adjust charges (diff > 0) or refunds (diff < 0) e. Headers written after
-// it show the state after the change.
+// adjust charges (diff > 0) or refunds (diff < 0) e. A refund gives units
+// back to where their charges put them, the newest charge's first (see
+// core.Limiter.RefundTo): a request that ends after a window's boundary
+// never makes room in the new window for units it took in the old one.
+// Headers written after it show the state after the change.
 func (e *entry) adjust(ctx context.Context, diff int64) error {
 	var d core.Decision
 	var err error
 	if diff > 0 {
-		d, err = e.lim.Charge(ctx, e.key, diff)
+		if d, err = e.lim.Charge(ctx, e.key, diff); err != nil {
+			return &guardError{ErrLimiter, err}
+		}
+		e.hold(d.Receipt(), diff)
 	} else {
-		d, err = e.lim.Refund(ctx, e.key, -diff)
+		asked := false
+		for n, i := -diff, len(e.more); n > 0 && i >= 0; i-- {
+			t := &e.took
+			if i > 0 {
+				t = &e.more[i-1]
+			}
+			k := min(t.left, n)
+			if k <= 0 {
+				continue
+			}
+			if t.rc.Charged() { // else nothing was charged (FailOpen): nothing to give back
+				if d, err = e.lim.RefundTo(ctx, e.key, t.rc, k); err != nil {
+					return &guardError{ErrLimiter, err}
+				}
+				asked = true
+			}
+			t.left, n, e.held = t.left-k, n-k, e.held-k
+		}
+		if !asked {
+			return nil
+		}
 	}
-	if err != nil {
-		return &guardError{ErrLimiter, err}
-	}
-	e.held = max(e.held+diff, 0)
 	if d.Source != e.d.Source {
 		return nil // numbers of another store, or none (FailOpen)
 	}

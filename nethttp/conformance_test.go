@@ -19,6 +19,10 @@ func TestConformance(t *testing.T) {
 // panics included.
 func TestInFlight(t *testing.T) { guardtest.RunInFlight(t, build) }
 
+// TestSlowRefund refunds a request that fails after a window's end to the
+// window it was taken from.
+func TestSlowRefund(t *testing.T) { guardtest.RunSlowRefund(t, build) }
+
 // build mounts cfg's layers the net/http way: middleware around a mux.
 func build(t *testing.T, cfg guardtest.Config) http.Handler {
 	route := wrap(cfg.App, cfg.In(guardtest.OnRoute))

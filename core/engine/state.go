@@ -8,6 +8,7 @@ type shape struct {
 	rc int64 // the rated algorithms on a coarse tick: the refill between tt and now (see since)
 
 	lease int64 // Concurrency: the lease a Take acquires (see leaseOf)
+	i     int   // the limit's index in the plan (a Receipt's Reset)
 }
 
 // State is the stored state of one limit of one key. Stores keep one State

@@ -60,6 +60,10 @@ type Op struct {
 	// Lease is, for Release, the lease to end: the Result.Lease of the Take
 	// that acquired it.
 	Lease int64
+	// Receipt is, for Refund, where the charge being refunded went (see
+	// Receipt): the units go back there and nowhere else. nil: to the
+	// current state, the older meaning.
+	Receipt *Receipt
 }
 
 // Validate reports whether op is well formed, with an error wrapping
@@ -76,6 +80,9 @@ func (op *Op) Validate() error {
 		return fmt.Errorf("%w: cost %d is negative (key %.64q)", ErrInvalidCost, op.Cost, op.Key)
 	case op.Kind == Release && op.Lease <= 0:
 		return fmt.Errorf("%w: release of lease %d, which no Take returned (key %.64q)", ErrInvalidOp, op.Lease, op.Key)
+	case op.Receipt != nil && (op.Kind != Refund || !op.Receipt.valid()):
+		return fmt.Errorf("%w: a %s with a receipt (at %d, span %d, cost %d): only a refund takes one, at 1 or later, with a span in [0, at] and a cost of 0 or more (key %.64q)",
+			ErrInvalidOp, op.Kind, op.Receipt.At, op.Receipt.Span, op.Receipt.Cost, op.Key)
 	}
 	return nil
 }
@@ -117,20 +124,35 @@ type Result struct {
 	Lease int64
 	// Limits holds every limit's part when the plan has several.
 	Limits []LimitResult
+	// At is the time the store applied the operation at, Unix µs: a
+	// receipt's At (see ReceiptOf).
+	At int64
 }
 
 // A Brief is a Result without Binding and Limits: for a plan of one limit,
 // all of it. With an error it is nine words, which Go returns in
 // registers, where it returns a Result through memory: an in-process
-// store's Take returns one (see core.Store). Its fields are the Result's.
+// store's Take returns one (see core.Store). Its fields are the Result's,
+// but for Wait, which is Retry when denied and Delay when allowed (the
+// other is 0).
 type Brief struct {
 	Allowed   bool
 	Remaining int64
 	Reset     int64
-	Retry     int64
-	Delay     int64
+	Wait      int64
 	Window    int64
 	Lease     int64
+	At        int64
+}
+
+// BriefOf returns the Brief of res.
+func BriefOf(res *Result) Brief {
+	b := Brief{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset, Wait: res.Retry,
+		Window: res.Window, Lease: res.Lease, At: res.At}
+	if res.Allowed {
+		b.Wait = res.Delay
+	}
+	return b
 }
 
 // LimitResult is one limit's part of a Result.
@@ -163,7 +185,9 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 		return 0, fmt.Errorf("%w: %d states for %d limits", ErrInvalidOp, len(states), len(limits))
 	}
 	if len(states) == 1 {
-		return step1(op, &limits[0], now, &states[0], res), nil
+		keep = step1(op, &limits[0], now, &states[0], res)
+		res.At = now
+		return keep, nil
 	}
 	var sbuf [4]shape
 	shapes := sbuf[:0]
@@ -188,6 +212,7 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 	}
 	for i := range shapes {
 		shapes[i].lease = lease
+		shapes[i].i = i
 	}
 	for i := range shapes {
 		if op.Kind != Take || allowed {
@@ -204,7 +229,7 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 		}
 	}
 	Combine(ls, res)
-	res.Lease = lease
+	res.Lease, res.At = lease, now
 	return keep, nil
 }
 
@@ -276,6 +301,8 @@ func (sh *shape) second(st *State, v *LimitResult, op *Op, now int64) {
 	switch { // a Concurrency limit counts units in flight: no post-hoc cost
 	case op.Kind == Take, op.Kind == Charge && !conc:
 		sh.add(st, now, op.Cost)
+	case op.Kind == Refund && !conc && op.Receipt != nil:
+		sh.giveBack(st, now, op.Cost, op.Receipt, op.Receipt.reset(sh.i, len(op.Plan.Limits)))
 	case op.Kind == Refund && !conc:
 		sh.add(st, now, -op.Cost)
 	case op.Kind == Reset:

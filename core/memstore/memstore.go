@@ -292,8 +292,7 @@ func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost in
 	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
 	var res engine.Result
 	err := s.apply(&op, &res)
-	return engine.Brief{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset, Retry: res.Retry,
-		Delay: res.Delay, Window: res.Window, Lease: res.Lease}, err
+	return engine.BriefOf(&res), err
 }
 
 // remove unlinks e from its key's chain and the heap. sh.mu is held.

@@ -593,7 +593,10 @@ func TestTakeIsApplyInBrief(t *testing.T) {
 					got, err1 := brief.Take(ctx, plan, key, cost)
 					res, err2 := full.Apply(ctx, engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost})
 					want := engine.Brief{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset,
-						Retry: res.Retry, Delay: res.Delay, Window: res.Window, Lease: res.Lease}
+						Wait: res.Retry, Window: res.Window, Lease: res.Lease, At: res.At}
+					if res.Allowed {
+						want.Wait = res.Delay
+					}
 					if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() || err1 == nil && got != want {
 						t.Fatalf("step %d: Take(%q, %d) = %+v, %v; Apply's Result in brief is %+v, %v", step, key, cost, got, err1, want, err2)
 					}

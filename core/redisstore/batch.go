@@ -38,10 +38,11 @@ type call struct {
 	done   chan result        // buffered: a sender never blocks
 	state  atomic.Uint32
 	lane   *lane // the lane that counts the call in flight (Apply's calls; see leave)
+	sent   int64 // inline calls that leave a receipt: when sent, server µs, a lower bound (see lostReceipt)
 
 	once   sendOnce
 	keyBuf [2]string
-	argBuf [8]any
+	argBuf [9]any
 }
 
 // States of a call.

@@ -247,6 +247,7 @@ func differentialTrace(t *testing.T, rs *Store, tr int, seed uint64, ops int, ne
 		if long {
 			nops = 8 * ops
 		}
+		var receipts []engine.Receipt // of the charges so far, any plan's
 		for i := range nops {
 			if long && r.IntN(8) != 0 {
 				now = now.Add(time.Duration(r.Int64N(20)) * time.Microsecond)
@@ -265,6 +266,20 @@ func differentialTrace(t *testing.T, rs *Store, tr int, seed uint64, ops int, ne
 			if op.Kind == engine.Peek && r.IntN(2) == 0 {
 				op.Cost = 0
 			}
+			if op.Kind == engine.Refund && len(receipts) > 0 && r.IntN(3) != 0 {
+				// A refund to where a charge went: this window's or a
+				// gone one's, under its own plan or the other (whose
+				// resets then do not count); now and then one known
+				// only within a span.
+				rc := receipts[r.IntN(len(receipts))]
+				if r.IntN(5) == 0 {
+					rc.Span = min(r.Int64N(3_000_000), rc.At)
+				}
+				if r.IntN(3) == 0 {
+					rc.Cost = min(rc.Cost, op.Cost)
+				}
+				op.Receipt = &rc
+			}
 			want, werr := ms.Apply(ctx, op)
 			got, gerr := rs.Apply(ctx, op)
 			if (werr != nil) != (gerr != nil) || gerr != nil && !errors.Is(gerr, errors.Unwrap(werr)) {
@@ -274,7 +289,10 @@ func differentialTrace(t *testing.T, rs *Store, tr int, seed uint64, ops int, ne
 				t.Logf("op %d %s cost %d at %d: %+v", i, op.Kind, op.Cost, now.UnixMicro(), got)
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("trace %d (TRACE=%d SEED=%d) op %d: %s cost %d at %d over %v:\n redis    %+v\n memstore %+v", tr, tr, seed, i, op.Kind, op.Cost, now.UnixMicro(), ls, got, want)
+				t.Fatalf("trace %d (TRACE=%d SEED=%d) op %d: %s cost %d at %d (receipt %+v) over %v:\n redis    %+v\n memstore %+v", tr, tr, seed, i, op.Kind, op.Cost, now.UnixMicro(), op.Receipt, ls, got, want)
+			}
+			if werr == nil && op.Cost > 0 && (op.Kind == engine.Take && want.Allowed || op.Kind == engine.Charge) {
+				receipts = append(receipts, engine.ReceiptOf(&want, op.Cost))
 			}
 		}
 		ms.Close()

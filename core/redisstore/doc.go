@@ -149,15 +149,22 @@
 //     still reads the reply, up to one second past the deadline, and undoes
 //     what the operation did with the opposite one: a refund for an
 //     admitted Take or a Charge, a charge for a Refund (a Reset cannot be
-//     undone). For GCRA, TokenBucket and LeakyBucket the undoing is exact;
-//     for the window algorithms, exact when it lands in the window the
-//     operation ran in.
+//     undone). The refund carries the reply's receipt (engine.Receipt):
+//     it goes back to the window, bucket or log entry the operation
+//     charged, never into a later window, so an undo that runs after a
+//     window's end makes no room in the new one; for GCRA, TokenBucket and
+//     LeakyBucket it gives back what the bucket has not refilled since
+//     (all of it, when nothing came between).
 //   - A call sent inline loses such a reply with its connection. Its
 //     operation leaves a receipt in the key when it changes usage (the
 //     call's lane and number, for up to 1.2s past the deadline); once the
 //     deadline has passed in the server's clock, the store looks for the
-//     receipt and, found, undoes the operation as above. With WithOpTTL it
-//     sends the operation again instead, and its record replies.
+//     receipt and, found, undoes the operation as above. Its reply lost,
+//     the store knows only that the operation ran between the send and the
+//     deadline: the refund goes to the oldest window, bucket or log entry
+//     of that span (never more permissive; nothing when the span crosses
+//     out of the current window's reach). With WithOpTTL it sends the
+//     operation again instead, and its record replies, time included.
 //
 // So the key's state is what the answered decisions say, unless a reply
 // is delayed more than a second past its caller's deadline after its

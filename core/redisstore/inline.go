@@ -70,6 +70,7 @@ func (s *Store) inline(ctx context.Context, l *lane, c *call) (any, error) {
 	c.ctx = ctx
 	if s.opTTL == 0 && c.undoable() {
 		c.args[5], c.args[6] = l.id, l.seq.Add(1)
+		c.sent = s.clock.deadline(time.Now()) // no later than the server's time now
 	}
 	r := s.exec(ctx, l.client, l.addr, []*call{c}, true)[0]
 	switch {
@@ -143,7 +144,7 @@ func (s *Store) recover(c *call) {
 			fail(ErrReply)
 			return
 		case r[8] == '1':
-			s.undo(c, 0)
+			s.undo(c, 0, c.lostReceipt())
 			return
 		case r[8] == 'E': // the server's clock has not passed the deadline
 			select {
@@ -156,6 +157,23 @@ func (s *Store) recover(c *call) {
 			return // no receipt: the operation changed nothing
 		}
 	}
+}
+
+// lostReceipt returns the receipt of the charge the operation of c made,
+// its reply lost: the caller's time when it passed one (op.Now), else the
+// server's, known only to lie between the send (c.sent, a lower bound) and
+// the deadline. nil for a Refund, which is undone by a Charge.
+func (c *call) lostReceipt() *engine.Receipt {
+	op := &c.op
+	if op.Kind == engine.Refund {
+		return nil
+	}
+	if op.Now != 0 {
+		return &engine.Receipt{At: op.Now, Cost: op.Cost}
+	}
+	at, _ := c.args[4].(int64) // the deadline, in the server's clock
+	lo := min(max(c.sent, 1), at)
+	return &engine.Receipt{At: at, Span: at - lo, Cost: op.Cost}
 }
 
 // refused reports whether v is the script's reply that it did nothing for

@@ -316,8 +316,12 @@ func (s *Store) newCall(op *engine.Op) *call {
 	c.script, c.leased = pp.script, pp.leased
 	if pp.script == generic {
 		args[7] = pp.params
+		args = args[:8]
 	} else {
 		args = args[:7] // the script holds its parameters
+	}
+	if op.Receipt != nil && op.Kind == engine.Refund {
+		args = append(args, formatReceipt(op.Receipt))
 	}
 	for _, lg := range pp.logs {
 		keys = append(keys, logKey(state, lg.ident, lg.rank))
@@ -393,6 +397,20 @@ func (s *Store) prepare(plan *engine.Plan) *prepared {
 	return plan.SetValue(s, pp).(*prepared)
 }
 
+// formatReceipt formats a refund's receipt, the script's last argument
+// (see apply.lua.tmpl): little-endian doubles, each an integer within 2^53
+// for a valid receipt.
+func formatReceipt(rc *engine.Receipt) string {
+	b := make([]byte, 0, 32+8*len(rc.Reset))
+	for _, v := range []int64{rc.At, rc.Span, rc.Cost, int64(len(rc.Reset))} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(min(v, 1<<53))))
+	}
+	for _, v := range rc.Reset {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(min(max(v, -1), 1<<53))))
+	}
+	return string(b)
+}
+
 // formatParams formats ARGV[8] (see apply.lua.tmpl): little-endian doubles, which
 // hold every parameter exactly (each is below 2^53), and reports whether
 // some limit keeps a log.
@@ -442,23 +460,26 @@ func (s *Store) stamp(c *call) {
 
 // compensate undoes what the operation of c did, as its reply v says, for
 // a caller that gave up before the reply came: a Take it admitted or a
-// Charge is refunded, a Refund charged back, and the lease a Take acquired
-// on Concurrency limits released. (A Reset cannot be undone; a Release
-// needs no undoing: its caller meant to free the units anyway.)
+// Charge is refunded, with the receipt of its reply (to the window it
+// charged, whatever window the undo runs in), a Refund charged back, and
+// the lease a Take acquired on Concurrency limits released. (A Reset
+// cannot be undone; a Release needs no undoing: its caller meant to free
+// the units anyway.)
 func (s *Store) compensate(c *call, v any) {
 	op := &c.op
-	switch {
-	case !c.undoable():
+	if !c.undoable() || !applied(v) {
 		return
-	case op.Kind == engine.Take:
-		res, err := decode(op, c.leased, v)
-		if err != nil || !res.Allowed {
-			return // expired, or denied: nothing to undo
-		}
-		s.undo(c, res.Lease)
-	case applied(v):
-		s.undo(c, 0)
 	}
+	if op.Kind == engine.Refund {
+		s.undo(c, 0, nil)
+		return
+	}
+	res, err := decode(op, c.leased, v)
+	if err != nil || op.Kind == engine.Take && !res.Allowed {
+		return // expired, or denied: nothing to undo
+	}
+	rc := engine.ReceiptOf(&res, op.Cost)
+	s.undo(c, res.Lease, &rc)
 }
 
 // undoable reports whether the operation of c may change usage, and so
@@ -469,16 +490,17 @@ func (c *call) undoable() bool {
 }
 
 // undo runs the opposite of the operation of c, which changed usage: a
-// Refund for a Take or a Charge, a Charge for a Refund, and a Release of
-// lease when it is not 0. It runs at once, in the background, under its own
-// timeout. Refund and Charge are exact inverses for GCRA, TokenBucket and
-// LeakyBucket, and for the window algorithms within the window the
-// operation ran in.
-func (s *Store) undo(c *call, lease int64) {
+// Refund with receipt rc for a Take or a Charge, a Charge for a Refund, and
+// a Release of lease when it is not 0. It runs at once, in the background,
+// under its own timeout. The refund goes back where the charge went (see
+// engine.Receipt): it is exact for the window algorithms, whatever window
+// the undo runs in, and for GCRA, TokenBucket and LeakyBucket when nothing
+// came between (less, never more, when the bucket refilled past it).
+func (s *Store) undo(c *call, lease int64, rc *engine.Receipt) {
 	op := c.op
-	op.Kind = engine.Refund
+	op.Kind, op.Receipt = engine.Refund, rc
 	if c.op.Kind == engine.Refund {
-		op.Kind = engine.Charge
+		op.Kind, op.Receipt = engine.Charge, nil
 	}
 	if s.closed.Load() {
 		s.undoFailed.Add(1)
@@ -585,7 +607,8 @@ func decode(op *engine.Op, leased bool, reply any) (engine.Result, error) {
 	if !ok || len(r) < 9 {
 		return engine.Result{}, fmt.Errorf("%w: %T of length %d", ErrReply, reply, len(r))
 	}
-	r = r[8:] // the server's time (serverClock reads it)
+	srv, _ := exact(r) // the server's time (serverClock reads it too)
+	r = r[8:]
 	if r == "X" {
 		return engine.Result{}, ErrExpired
 	}
@@ -629,7 +652,10 @@ func decode(op *engine.Op, leased bool, reply any) (engine.Result, error) {
 	}
 	var res engine.Result
 	engine.Combine(ls, &res)
-	res.Lease = lease
+	res.Lease, res.At = lease, op.Now
+	if op.Now == 0 {
+		res.At = srv
+	}
 	return res, nil
 }
 

@@ -84,6 +84,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 	t.Run("invalid input is an error and changes nothing", func(t *testing.T) { testInvalid(t, open(t)) })
 	t.Run("keys of any bytes are safe and distinct", func(t *testing.T) { testOddKeys(t, open(t)) })
 	t.Run("coarse ticks are never more permissive than exact arithmetic", func(t *testing.T) { testCoarseTicks(t, open(t)) })
+	t.Run("refunds go back to the window they were taken from", func(t *testing.T) { testRefundsStayInTheirWindow(t, open(t)) })
 	t.Run("concurrent callers are admitted exactly the quota", func(t *testing.T) {
 		testNoOverAdmission(t, open, o.Goroutines, o.Attempts)
 	})
@@ -129,7 +130,7 @@ type step struct {
 	kind engine.Kind
 	cost int64
 	now  time.Time
-	pick uint32 // Release: which lease the key was issued (see check)
+	pick uint32 // Release: which lease the key was issued; Refund: which receipt (see check)
 }
 
 type trace struct {
@@ -176,6 +177,7 @@ func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
 		case r < 6:
 			s.kind = engine.Refund
 			s.cost = []int64{1, 5, cp, math.MaxInt64}[rng.IntN(4)]
+			s.pick = rng.Uint32()
 		case r < 7:
 			s.kind = engine.Reset
 			s.cost = 0
@@ -192,7 +194,8 @@ func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
 func (tr trace) check(t *testing.T, st core.Store, name string) {
 	t.Helper()
 	ref := map[string][]engine.State{}
-	leases := map[string][]int64{} // the leases issued on each key
+	leases := map[string][]int64{}            // the leases issued on each key
+	receipts := map[string][]engine.Receipt{} // the charges made on each key
 	ctx := context.Background()
 	for i, s := range tr.steps {
 		op := engine.Op{Plan: tr.plan, Kind: s.kind, Key: name + "/" + s.key, Cost: s.cost, Now: s.now.UnixMicro()}
@@ -204,6 +207,15 @@ func (tr trace) check(t *testing.T, st core.Store, name string) {
 			} else {
 				op.Lease = op.Now + int64(s.pick%1000)
 			}
+		}
+		if rs := receipts[s.key]; s.kind == engine.Refund && len(rs) > 0 && s.pick%4 != 0 {
+			// A charge of the key's, of this window or long gone; now and
+			// then one whose time is known only within a span.
+			rc := rs[int(s.pick/4)%len(rs)]
+			if s.pick%7 == 0 {
+				rc.Span = min(int64(s.pick%5_000_000), rc.At)
+			}
+			op.Receipt = &rc
 		}
 		states, ok := ref[s.key]
 		if !ok {
@@ -221,6 +233,9 @@ func (tr trace) check(t *testing.T, st core.Store, name string) {
 		}
 		if want.Lease != 0 {
 			leases[s.key] = append(leases[s.key], want.Lease)
+		}
+		if werr == nil && s.cost > 0 && (s.kind == engine.Take && want.Allowed || s.kind == engine.Charge) {
+			receipts[s.key] = append(receipts[s.key], engine.ReceiptOf(&want, s.cost))
 		}
 	}
 }
