@@ -101,21 +101,21 @@ func TestLightLoadShedsNothing(t *testing.T) {
 
 // Under sustained overload the no-load estimate does not ratchet upward
 // (envoy #11579, Vegas's drift in concurrency-limits #165), so the limit
-// of the fifth minute is the limit of the first.
+// of the third minute is the limit of the first.
 func TestBaselineDoesNotRatchetUnderSustainedLoad(t *testing.T) {
 	for _, x := range []float64{1.2, 10} {
 		t.Run(ratio(x), func(t *testing.T) {
 			clock := newClock()
 			lim := newLimiter(t, clock)
 			s := &server{Slots: constant(slots), Rate: overloadAfterWarmup(x), Median: median, Seed: 3}
-			s.run(lim, clock, warmup+5*time.Minute)
-			first, last := s.meanLimit(warmup, warmup+time.Minute), s.meanLimit(warmup+4*time.Minute, warmup+5*time.Minute)
+			s.run(lim, clock, warmup+3*time.Minute)
+			first, last := s.meanLimit(warmup, warmup+time.Minute), s.meanLimit(warmup+2*time.Minute, warmup+3*time.Minute)
 			if last > 1.1*first || last > 2.5*slots || last < slots {
-				t.Errorf("limit %.1f in the first minute of overload, %.1f in the fifth; want it steady, within [%d, %d]", first, last, slots, 5*slots/2)
+				t.Errorf("limit %.1f in the first minute of overload, %.1f in the third; want it steady, within [%d, %d]", first, last, slots, 5*slots/2)
 			}
 			mean := time.Duration(float64(median) * 1.146)
 			if b := lim.Stats().Baseline; b > mean*5/4 || b < mean*3/5 {
-				t.Errorf("no-load latency estimate %v after 5 minutes of overload, want near the service's mean %v", b, mean)
+				t.Errorf("no-load latency estimate %v after 3 minutes of overload, want near the service's mean %v", b, mean)
 			}
 			t.Logf("limit %.1f then %.1f, baseline %v", first, last, lim.Stats().Baseline)
 		})
