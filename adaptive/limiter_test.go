@@ -86,11 +86,7 @@ func TestAcquireRefusesSheddableFirst(t *testing.T) {
 
 func TestGradientNext(t *testing.T) {
 	const b = 20 * time.Millisecond
-	tests := []struct {
-		name string
-		w    adaptive.Window
-		want float64
-	}{
+	tests := []nextCase{
 		{"a binding limit at no-load latency grows by √L at most",
 			adaptive.Window{Limit: 100, Baseline: b, Latency: b, Samples: 50, Shed: 1}, 110},
 		{"a small binding limit grows by (g−1)·L",
@@ -108,22 +104,12 @@ func TestGradientNext(t *testing.T) {
 		{"no samples, no change",
 			adaptive.Window{Limit: 100, Baseline: b, Dropped: 50, Shed: 9}, 100},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := (adaptive.Gradient{}).Next(&tt.w); math.Abs(got-tt.want) > 1e-9 {
-				t.Errorf("Next(%+v) = %v, want %v", tt.w, got, tt.want)
-			}
-		})
-	}
+	checkNext(t, adaptive.Gradient{}, tests)
 }
 
 func TestAIMDNext(t *testing.T) {
 	const b = 20 * time.Millisecond
-	tests := []struct {
-		name string
-		w    adaptive.Window
-		want float64
-	}{
+	tests := []nextCase{
 		{"a binding limit within the threshold grows by one",
 			adaptive.Window{Limit: 10, Baseline: b, Latency: b, Samples: 50, Shed: 1}, 11},
 		{"a latency above twice the no-load one backs off",
@@ -133,13 +119,26 @@ func TestAIMDNext(t *testing.T) {
 		{"a window of timeouts does not grow it",
 			adaptive.Window{Limit: 10, Baseline: b, Latency: b, Samples: 1, Dropped: 9, Shed: 1}, 10},
 	}
+	checkNext(t, adaptive.AIMD{}, tests)
+}
+
+// checkNext checks alg's Next on each window of tests.
+func checkNext(t *testing.T, alg adaptive.Algorithm, tests []nextCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := (adaptive.AIMD{}).Next(&tt.w); math.Abs(got-tt.want) > 1e-9 {
+			if got := alg.Next(&tt.w); math.Abs(got-tt.want) > 1e-9 {
 				t.Errorf("Next(%+v) = %v, want %v", tt.w, got, tt.want)
 			}
 		})
 	}
+}
+
+// nextCase is a window and the limit an algorithm should make of it.
+type nextCase struct {
+	name string
+	w    adaptive.Window
+	want float64
 }
 
 // recorder keeps the events an Observer sees.

@@ -75,37 +75,31 @@ func WithAlgorithm(alg Algorithm) Option {
 // clamped to [WithMinLimit, WithMaxLimit]; it must be at least 1.
 // Default: DefaultInitialLimit (20).
 func WithInitialLimit(n int) Option {
-	return func(c *config) {
-		if n < 1 {
-			c.invalid("WithInitialLimit", "%d: want at least 1", n)
-			return
-		}
-		c.initial = float64(n)
-	}
+	return limitOption("WithInitialLimit", n, func(c *config, v float64) { c.initial = v })
 }
 
 // WithMinLimit sets the floor of the limit: the units in flight it always
 // admits (critical ones), however latency grows. At least 1. Default:
 // DefaultMinLimit (1).
 func WithMinLimit(n int) Option {
-	return func(c *config) {
-		if n < 1 {
-			c.invalid("WithMinLimit", "%d: want at least 1", n)
-			return
-		}
-		c.min = float64(n)
-	}
+	return limitOption("WithMinLimit", n, func(c *config, v float64) { c.min = v })
 }
 
 // WithMaxLimit sets the ceiling of the limit. At least WithMinLimit's.
 // Default: DefaultMaxLimit (1000).
 func WithMaxLimit(n int) Option {
+	return limitOption("WithMaxLimit", n, func(c *config, v float64) { c.max = v })
+}
+
+// limitOption is the Option called name that sets a limit of n units
+// with set, or rejects n below 1.
+func limitOption(name string, n int, set func(*config, float64)) Option {
 	return func(c *config) {
 		if n < 1 {
-			c.invalid("WithMaxLimit", "%d: want at least 1", n)
+			c.invalid(name, "%d: want at least 1", n)
 			return
 		}
-		c.max = float64(n)
+		set(c, float64(n))
 	}
 }
 
