@@ -18,7 +18,9 @@ import (
 // gives its unit back without a latency sample; one that reaches the
 // handler gives it back when the handler returns, with its latency
 // (admission → return) as a sample, unless its context ended first (the
-// client disconnected or gave up: no sample) or the handler panicked.
+// client disconnected or gave up: no sample), the handler panicked, or a
+// middleware further in denied or shed the request (its latency is not
+// the service's).
 
 // WithAdaptive applies the adaptive concurrency limit lim to every
 // request, before the rules: a request it sheds is answered 503 Service
@@ -27,8 +29,9 @@ import (
 // ProblemTypeOverloaded (see Denial.Overloaded), through the
 // DeniedHandler. With it, New accepts a nil Limiter: the adaptive limit
 // alone. lim must not be nil. Several Guards may share one Limiter (one
-// limit for a whole service); a request crossing two of them is admitted
-// by each. Default: none.
+// limit for a whole service): a request crossing several of them on its
+// Chain (stacked middlewares) holds one unit, taken by the outermost, and
+// its latency is measured there. Default: none.
 func WithAdaptive(lim *adaptive.Limiter) Option {
 	return func(c *config) {
 		if lim == nil {

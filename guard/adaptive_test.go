@@ -178,3 +178,53 @@ func TestNewNeedsALimiterOrAnAdaptiveLimit(t *testing.T) {
 		t.Errorf("WithPriority(nil) = %v, want ErrInvalidOption", err)
 	}
 }
+
+// Stacked middlewares sharing one adaptive limit take one unit per
+// request, as they charge one limiter state once.
+func TestAdaptiveStackedTakesOneUnit(t *testing.T) {
+	e := newEnv(t)
+	ad := newAdaptive(t, e, 1)
+	outer := mustNew(t, nil, guard.WithAdaptive(ad))
+	inner := mustNew(t, nil, guard.WithAdaptive(ad))
+	rec := &chainRecorder{recorder: newRecorder()}
+	req := keyfuncs.FromHTTP(request("192.0.2.1:1"))
+	ran := false
+	_ = outer.Serve(req, rec, func(context.Context) guard.Result {
+		_ = inner.Serve(req, rec, func(context.Context) guard.Result {
+			ran = true
+			if got := ad.Stats().InFlight; got != 1 {
+				t.Errorf("%d units in flight inside two middlewares of one limit, want 1", got)
+			}
+			return guard.Result{Status: 200}
+		})
+		return guard.Result{Status: 200}
+	})
+	if !ran || rec.status == 503 {
+		t.Fatalf("handler ran %v, status %d: the inner middleware shed a request the outer admitted", ran, rec.status)
+	}
+	if s := ad.Stats(); s.InFlight != 0 || s.Shed != 0 {
+		t.Errorf("Stats() = %+v, want nothing in flight, nothing shed", s)
+	}
+}
+
+// A request that a middleware further in denies gives the outer adaptive
+// limit its unit back without a latency sample: a 429's speed is not the
+// service's.
+func TestAdaptiveNoSampleWhenDeniedFurtherIn(t *testing.T) {
+	e := newEnv(t)
+	ad := newAdaptive(t, e, 5)
+	outer := mustNew(t, nil, guard.WithAdaptive(ad))
+	inner := mustNew(t, e.limiter(t, fixed(1, time.Minute, "per-minute")))
+	for i := range 2 {
+		rec := &chainRecorder{recorder: newRecorder()}
+		req := keyfuncs.FromHTTP(request("192.0.2.1:1"))
+		_ = outer.Serve(req, rec, func(context.Context) guard.Result {
+			e.clock.Advance(time.Duration(i+1) * 10 * time.Millisecond)
+			_ = inner.Serve(req, rec, func(context.Context) guard.Result { return guard.Result{Status: 200} })
+			return guard.Result{Status: rec.status}
+		})
+	}
+	if s := ad.Stats(); s.InFlight != 0 || s.Latency != 10*time.Millisecond {
+		t.Errorf("Stats() = %+v, want nothing in flight and the served request's 10ms as the only sample", s)
+	}
+}

@@ -171,12 +171,13 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 		cost = c
 	}
 	var ticket adaptive.Ticket // a unit of the adaptive limit (adaptive.go)
-	if g.adaptive != nil {
+	if g.adaptive != nil && !slices.Contains(ch.admitted, g.adaptive) {
 		var ok bool
 		if ticket, ok = g.admit(r); !ok {
 			open = false
 			return g.shed(w, r, next, ch, cost)
 		}
+		ch.admitted = append(ch.admitted, g.adaptive)
 		defer g.release(r, &ticket, false) // unless pass released it
 	}
 
@@ -421,7 +422,7 @@ func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, 
 	mark := len(ch.entries) // the entries of the middlewares inside start here
 	if !g.reported && !g.NeedsResult() {
 		next(ctx)
-		g.release(r, ticket, true)
+		g.release(r, ticket, !ch.stopped)
 		g.learn(r, ch, mark)
 		return
 	}
@@ -438,7 +439,7 @@ func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, 
 	}()
 	res := next(ctx)
 	done = true
-	g.release(r, ticket, true)
+	g.release(r, ticket, !ch.stopped)
 	g.settle(r, ch, uses, res, slot)
 	g.learn(r, ch, mark)
 }
