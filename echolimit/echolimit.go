@@ -46,7 +46,8 @@ import (
 // Register the middleware with e.Use, Group or a route, not e.Pre: before
 // routing c.Path() is empty, and keyfuncs.Route has no key.
 //
-// New panics if lim is nil or an option is invalid (a nil function, a
+// New panics if lim is nil (unless WithAdaptive gives an adaptive limit,
+// which then limits alone) or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
 // style), with a message that names the option: programmer errors, caught
 // at startup. The middleware is safe for concurrent use.

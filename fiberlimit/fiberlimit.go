@@ -43,7 +43,8 @@ import (
 // with a 500 if that fails too), the request is settled on the status and
 // body it produced, and the handler returns nil.
 //
-// New panics if lim is nil or an option is invalid (a nil function, a
+// New panics if lim is nil (unless WithAdaptive gives an adaptive limit,
+// which then limits alone) or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
 // style), with a message that names the option: programmer errors, caught
 // at startup. The handler is safe for concurrent use.

@@ -41,7 +41,8 @@ import (
 // that guard.ReportCost(c.Request.Context(), n), or ReportCost(c, n),
 // reaches it.
 //
-// New panics if lim is nil or an option is invalid (a nil function, a
+// New panics if lim is nil (unless WithAdaptive gives an adaptive limit,
+// which then limits alone) or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
 // style), with a message that names the option: programmer errors, caught
 // at startup. The middleware is safe for concurrent use.

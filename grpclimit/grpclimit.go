@@ -33,7 +33,8 @@ import (
 // (see guard.Chain): an RPC that one of them denies leaves no charge in
 // the others, and a limiter state is charged once per RPC.
 //
-// UnaryServerInterceptor panics if lim is nil or an option is invalid (a
+// UnaryServerInterceptor panics if lim is nil (unless WithAdaptive gives
+// an adaptive limit, which then limits alone) or an option is invalid (a
 // nil function, a negative cost or max delay, a nil limiter in WithRule,
 // an unknown header style, a malformed method name in WithMethodCosts),
 // with a message that names the option: programmer errors, caught at
