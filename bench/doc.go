@@ -12,9 +12,10 @@
 // The package has no API: everything lives in _test.go files.
 //
 //   - memory_test.go: BenchmarkMemory, in-memory decisions on an existing
-//     key, named case=…/lib=… (hot key, hot key exhausted, 10k keys round
-//     robin, RunParallel over 100k keys), reporting cpu-ns/op besides
-//     ns/op (cputime_*_test.go).
+//     key, named case=…/lib=… (hot key, 10k keys round robin, RunParallel
+//     over 100k keys; each allowed under a limit of 1e8/s and of 1e9/hour,
+//     whose Burst × Period passes 2^47 µs, and denied under 1/hour and
+//     5/s), reporting cpu-ns/op besides ns/op (cputime_*_test.go).
 //   - peers_test.go, tollgate_test.go: each library set up the way its
 //     users write it.
 //   - keys_test.go: key sets, checked to be distinct.

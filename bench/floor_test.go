@@ -45,13 +45,12 @@ func BenchmarkMemoryFloor(b *testing.B) {
 	})
 }
 
-// floorRate is GCRA's emission interval and tolerance, in ns, for s:
-// 1e9 per second with a burst of 1e9, or 1 per hour with a burst of 1.
+// floorRate is GCRA's emission interval and tolerance, in ns, for s's
+// limit.
 func floorRate(s scenario) (interval, tolerance int64) {
-	if s == denyAfterOne {
-		return int64(time.Hour), int64(time.Hour)
-	}
-	return 1, int64(time.Second)
+	quota, period, burst := s.limit()
+	interval = int64(period) / quota
+	return interval, burst * interval
 }
 
 // floorEpoch is the floors' clock origin: time.Since(floorEpoch) reads the
@@ -101,10 +100,8 @@ func newFloorMutex(_ testing.TB, s scenario) decider {
 // sliding one (one multiplication and one division).
 func newFloorSliding(tb testing.TB, s scenario) decider {
 	f := newFloorMutex(tb, s).(*floorMutex)
-	f.sliding, f.quota, f.period = true, 1e9, int64(time.Second)
-	if s == denyAfterOne {
-		f.quota, f.period = 1, int64(time.Hour)
-	}
+	quota, period, _ := s.limit()
+	f.sliding, f.quota, f.period = true, quota, int64(period)
 	return f
 }
 

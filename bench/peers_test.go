@@ -17,20 +17,73 @@ import (
 	"github.com/tollgate/tollgate/core"
 )
 
-// A scenario is the limit every library is configured with for one case.
+// A scenario is the limit every library is configured with for one case,
+// and what its decisions must be.
 type scenario int
 
 const (
-	// allowAll is 1e9 decisions per second per key with a burst of 1e9
-	// (or, for fixed-window libraries, 1e9 per one-second window): far above
-	// what one core can ask for, so every decision in a run is allowed.
+	// allowAll is 1e8 per second with a burst of 1e8 (or, for fixed-window
+	// libraries, 1e8 per one-second window): far above what one core asks
+	// for, so every decision in a run is allowed. Its Burst × Period,
+	// 1e14 µs, is below 2^47 µs.
 	allowAll scenario = iota
 
-	// denyAfterOne is 1 decision per hour per key with a burst of 1: the
-	// first decision on a key (made while pre-warming) is allowed, and every
-	// later one in the run is denied.
+	// allowLarge is 1e9 per hour with a burst of 1e9: every decision is
+	// allowed, and Burst × Period (3.6e18 µs) passes 2^47 µs and 2^53 µs,
+	// where exact integer arithmetic needs more than a double's mantissa.
+	allowLarge
+
+	// denyAfterOne is 1 per hour with a burst of 1: the first decision on a
+	// key (made while pre-warming) is allowed, and every later one in the
+	// run is denied.
 	denyAfterOne
+
+	// denyFew is 5 per second with a burst of 5, a limit of a few per
+	// second: pre-warming uses up every key's burst, and the run is denied
+	// but for the few decisions each key's refill admits (at most 5 a
+	// second, checked: see allowedBound).
+	denyFew
 )
+
+// limitOf returns the numbers of s's limit: quota per period, and the
+// burst (the capacity of GCRA and token buckets; fixed and sliding
+// windows have quota).
+func (s scenario) limit() (quota int64, period time.Duration, burst int64) {
+	switch s {
+	case allowLarge:
+		return 1_000_000_000, time.Hour, 1_000_000_000
+	case denyAfterOne:
+		return 1, time.Hour, 1
+	case denyFew:
+		return 5, time.Second, 5
+	}
+	return 100_000_000, time.Second, 100_000_000
+}
+
+// allowed reports whether s's decisions are meant to be allowed.
+func (s scenario) allowed() bool { return s == allowAll || s == allowLarge }
+
+// warmups is how many decisions pre-warming makes on each key: one, or the
+// whole burst of a limit that the run is to find used up.
+func (s scenario) warmups() int {
+	if s == denyFew {
+		_, _, burst := s.limit()
+		return int(burst)
+	}
+	return 1
+}
+
+// allowedBound is the most decisions of a denied scenario that may be
+// allowed over keys in elapsed: what each key's limit refills in that time,
+// one window more for a window's boundary. 0 for denyAfterOne (no hour
+// passes in a run).
+func (s scenario) allowedBound(keys int, elapsed time.Duration) int64 {
+	if s != denyFew {
+		return 0
+	}
+	quota, period, _ := s.limit()
+	return int64(keys) * quota * (int64(elapsed/period) + 2)
+}
 
 // A decider makes one decision for key, the way the library's users call it.
 // Implementations are safe for concurrent use.
@@ -82,13 +135,14 @@ type xrateSyncMap struct {
 
 func newXRateSyncMap(tb testing.TB, s scenario) decider {
 	k := &xrateSyncMap{}
-	switch s {
-	case allowAll:
-		k.r, k.b = 1e9, 1e9
-	case denyAfterOne:
-		k.r, k.b = rate.Every(time.Hour), 1
-	}
+	k.r, k.b = xrateLimit(s)
 	return k
+}
+
+// xrateLimit returns s's limit as x/time/rate's rate and burst.
+func xrateLimit(s scenario) (rate.Limit, int) {
+	quota, period, burst := s.limit()
+	return rate.Limit(float64(quota) / period.Seconds()), int(burst)
 }
 
 func (k *xrateSyncMap) allow(_ context.Context, key string) (bool, error) {
@@ -101,12 +155,7 @@ func (k *xrateSyncMap) allow(_ context.Context, key string) (bool, error) {
 
 func newXRate(tb testing.TB, s scenario) decider {
 	k := &xrateKeyed{limiters: make(map[string]*rate.Limiter)}
-	switch s {
-	case allowAll:
-		k.r, k.b = 1e9, 1e9
-	case denyAfterOne:
-		k.r, k.b = rate.Every(time.Hour), 1
-	}
+	k.r, k.b = xrateLimit(s)
 	return k
 }
 
@@ -124,20 +173,22 @@ func (k *xrateKeyed) allow(_ context.Context, key string) (bool, error) {
 // sethvargoStore is github.com/sethvargo/go-limiter's memorystore, called
 // through its Store interface as its httplimit middleware does.
 //
-// allowAll is expressed as 3.6e12 tokens per one-hour interval (1e9/s)
-// rather than 1e9 per second: the store refills a bucket with
+// allowAll is expressed as 3.6e11 tokens per one-hour interval (1e8/s)
+// rather than 1e8 per second: the store refills a bucket with
 // ticks×(interval/tokens) tokens, which gives a single token per tick
-// once tokens² exceeds the interval in nanoseconds, so a 1e9-per-second
+// once tokens² exceeds the interval in nanoseconds, so a 1e8-per-second
 // store would deny almost everything after its first second. No hour
 // passes within a run, so every decision takes the store's existing-key,
 // same-tick path, which is also its path for all but one decision per
-// interval in steady state.
+// interval in steady state. Its buckets hold as many tokens as an
+// interval refills: no burst of its own.
 type sethvargoStore struct{ s sethvargo.Store }
 
 func newSethvargo(tb testing.TB, s scenario) decider {
-	cfg := &memorystore.Config{Tokens: 3_600_000_000_000, Interval: time.Hour}
-	if s == denyAfterOne {
-		cfg = &memorystore.Config{Tokens: 1, Interval: time.Hour}
+	quota, period, _ := s.limit()
+	cfg := &memorystore.Config{Tokens: uint64(quota), Interval: period}
+	if s == allowAll {
+		cfg = &memorystore.Config{Tokens: uint64(quota) * 3600, Interval: time.Hour}
 	}
 	st, err := memorystore.New(cfg)
 	if err != nil {
@@ -168,10 +219,9 @@ func newThrottled(tb testing.TB, s scenario) decider {
 	if err != nil {
 		tb.Fatalf("memstore.NewCtx: %v", err)
 	}
-	quota := throttled.RateQuota{MaxRate: throttled.PerSec(1e9), MaxBurst: 1e9}
-	if s == denyAfterOne {
-		quota = throttled.RateQuota{MaxRate: throttled.PerHour(1), MaxBurst: 0}
-	}
+	q, period, burst := s.limit()
+	// MaxBurst is the burst beyond the first request.
+	quota := throttled.RateQuota{MaxRate: throttled.PerDuration(int(q), period), MaxBurst: int(burst) - 1}
 	l, err := throttled.NewGCRARateLimiterCtx(st, quota)
 	if err != nil {
 		tb.Fatalf("NewGCRARateLimiterCtx: %v", err)
@@ -190,10 +240,8 @@ func (t throttledGCRA) allow(ctx context.Context, key string) (bool, error) {
 type ululeLimiter struct{ l *ulule.Limiter }
 
 func newUlule(tb testing.TB, s scenario) decider {
-	r := ulule.Rate{Period: time.Second, Limit: 1e9}
-	if s == denyAfterOne {
-		r = ulule.Rate{Period: time.Hour, Limit: 1}
-	}
+	quota, period, _ := s.limit()
+	r := ulule.Rate{Period: period, Limit: quota}
 	return ululeLimiter{ulule.New(ululemem.NewStore(), r)}
 }
 

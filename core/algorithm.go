@@ -23,6 +23,14 @@ const (
 	// most Q. The comparison is done in integers, so it is exact; on a coarse
 	// tick (Quota × Period above 2^47µs) e counts whole ticks, rounded down,
 	// which weighs the previous window more. O(1) memory.
+	//
+	// Under saturation (requests arriving without pause, each period full)
+	// it admits Q−1 per period, not Q: the previous window's weight,
+	// prev·(P−e), is above zero until the current window ends, so the
+	// current count stops one short of Q, and the next window starts from
+	// a previous count of Q−1 (Q = 1: one every other period). A limit
+	// that must pass exactly Q a period under a sustained overload is a
+	// FixedWindow, SlidingLog, TokenBucket or GCRA one.
 	SlidingWindow Algorithm = iota
 
 	// FixedWindow counts per epoch-aligned window [k·P, (k+1)·P) and admits c

@@ -136,9 +136,10 @@ type breaker struct {
 	base     time.Time
 	onChange func(ctx context.Context, from, to BreakerState, cause error) // nil: nobody listens
 
-	state     atomic.Uint32 // BreakerState
-	openUntil atomic.Int64  // while open or half-open: when the next probe may start
-	run       atomic.Int64  // consecutive failures
+	state     atomic.Uint32         // BreakerState
+	cause     atomic.Pointer[error] // the last failure's error: what calls skipped while open log as
+	openUntil atomic.Int64          // while open or half-open: when the next probe may start
+	run       atomic.Int64          // consecutive failures
 	slices    [10]windowSlice
 
 	mu       sync.Mutex
@@ -223,6 +224,7 @@ func (b *breaker) success(ctx context.Context, now int64) {
 // failure records a call, started at start, that failed with err.
 func (b *breaker) failure(ctx context.Context, start, now int64, err error) {
 	b.count(now, true)
+	b.cause.Store(&err)
 	b.mu.Lock()
 	from := BreakerState(b.state.Load())
 	open := false
@@ -253,6 +255,15 @@ func (b *breaker) failure(ctx context.Context, start, now int64, err error) {
 	case from == BreakerHalfOpen:
 		b.changed(ctx, BreakerHalfOpen, BreakerOpen, err)
 	}
+}
+
+// lastCause returns the error of the last failure: for a call the open
+// breaker skips, the cause that the failure policy answers it for.
+func (b *breaker) lastCause() error {
+	if e := b.cause.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // count adds a call to the current slice of the window. A slice whose time

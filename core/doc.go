@@ -35,6 +35,13 @@
 //	GCRA            max(TAT, t) + c·T − B·T ≤ t, T = P/Q
 //	LeakyBucket     GCRA's condition; served after Delay = max(TAT−t, 0)
 //
+// Under saturation (requests without pause) each admits Q a period
+// (TokenBucket, GCRA and LeakyBucket at the rate Q/P after the first
+// burst of B), except SlidingWindow: Q−1 a period, since the previous
+// window weighs until the current one ends (Q = 1: one every other
+// period). This matters most for small limits, such as a fleet's share of
+// a limit while its store is down (FleetSize).
+//
 // Time is integer microseconds and the arithmetic is integer: decisions are
 // exact when Capacity × Period is at most 2^47µs. Beyond, time counts in
 // ticks of 10^k µs, rounded so that no decision is more permissive than

@@ -6,5 +6,5 @@ func DenyCacheLen(l *Limiter) int { return l.deny.len() }
 // Direct reports whether l's AllowN goes straight to its store.
 func Direct(l *Limiter) bool { return l.direct }
 
-// TakesInBrief reports whether l decides through its store's Take.
+// TakesInBrief reports whether l decides through its store's TakeBrief.
 func TakesInBrief(l *Limiter) bool { return l.taker != nil }

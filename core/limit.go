@@ -37,8 +37,13 @@ const (
 // Limits are plain values: compare them with ==, pass them per call.
 type Limit struct {
 	// Name is the policy name sent in RateLimit-Policy. It must be printable
-	// ASCII, at most MaxNameLen bytes. Default: derived from Quota and
-	// Period, e.g. "100-per-1m" (see PolicyName).
+	// ASCII, at most MaxNameLen bytes, and differ from the names of the
+	// other limits of its Limiter (or of the set a WithLimitsFunc returns):
+	// the headers tell limits apart by name. Two limits of one rate, such as
+	// PerMinute(10) and PerMinute(10).WithAlgorithm(GCRA), derive one name:
+	// New rejects them, and WithLimitsFunc names the later ones apart (see
+	// there). Default: derived from Quota and Period, e.g. "100-per-1m" (see
+	// PolicyName).
 	Name string
 	// Quota is the number of cost units allowed per Period (q in the IETF
 	// header). It must be at least 1.

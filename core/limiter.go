@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ type Limiter struct {
 	plans    plans // WithLimitsFunc's limits compiled (plans.go)
 	clock    Clock
 	scope    string // the scope of every plan
+	name     string // in logs and observations: WithName, or readable from the limits
 	named    bool   // scope set by WithName
 
 	// Failure handling (policy.go, breaker.go); unused when the store is
@@ -58,7 +60,7 @@ type Limiter struct {
 
 // taker is the optional method of a Store described in Store's doc.
 type taker interface {
-	Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error)
+	TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, wait, window, lease, at int64, err error)
 }
 
 // An Option configures a Limiter. Every Limit is an Option that adds itself
@@ -85,9 +87,16 @@ func (lim Limit) applyLimiter(l *Limiter) error {
 // WithLimitsFunc chooses the limits per key, for plans and tiers: fn is
 // called on every operation, and its limits replace the Limiter's own; when
 // it returns none, the Limiter's own apply. Limits it returns are validated
-// on every call and an invalid one fails the operation. Name them, or the
-// RateLimit headers derive a name on every request. fn must not be nil.
-// Default: none.
+// on every call and an invalid one fails the operation, with a
+// configuration error logged at ERROR naming the Limiter (WithLogger; a
+// line per interval). Their names must differ, as New's do: two limits
+// named alike on purpose are such an error; unnamed limits whose derived
+// names collide (PerMinute(10) and PerMinute(10).WithAlgorithm(GCRA)) are
+// named apart instead, the first keeping its PolicyName and each later one
+// taking its algorithm's name as a suffix ("10-per-1m-gcra"), and its
+// place in the set, from 1, when that is not enough
+// ("10-per-1s-sliding-window-3"). Name them, or the RateLimit headers
+// derive a name on every request. fn must not be nil. Default: none.
 func WithLimitsFunc(fn func(ctx context.Context, key string) []Limit) Option {
 	return optionFunc(func(l *Limiter) error {
 		if fn == nil {
@@ -118,7 +127,9 @@ func WithClock(clock Clock) Option {
 // wrapping ErrInvalidLimit for an invalid limit, ErrInvalidOption for an
 // invalid option (a nil function given to one among them; a nil Option is
 // skipped), and an error when store is nil or there are neither limits nor
-// a WithLimitsFunc.
+// a WithLimitsFunc. Two limits of one name, given or derived
+// (PerMinute(10) twice, or beside PerMinute(10).WithAlgorithm(GCRA)), are
+// an invalid limit: name one of them (Limit.Named).
 func New(store Store, opts ...Option) (*Limiter, error) {
 	if isNil(store) {
 		return nil, fmt.Errorf("%w: New: nil store", ErrInvalidOption)
@@ -140,7 +151,7 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: New needs at least one Limit or a WithLimitsFunc", ErrInvalidOp)
 	}
 	if !l.named {
-		l.scope = defaultScope(l.limits)
+		l.scope, l.name = defaultScope(l.limits), defaultName(l.limits)
 	}
 	if len(l.limits) > 0 {
 		var err error
@@ -194,14 +205,36 @@ func WithName(name string) Option {
 		if len(name) > MaxNameLen || !isPrintableASCII(name) {
 			return fmt.Errorf("%w: limiter name %.64q is not printable ASCII of at most %d bytes", ErrInvalidOp, name, MaxNameLen)
 		}
-		l.scope, l.named = name, true
+		l.scope, l.name, l.named = name, name, true
 		return nil
 	})
 }
 
-// Name returns the Limiter's scope: its WithName, or the one derived from
-// its limits.
-func (l *Limiter) Name() string { return l.scope }
+// Name returns the Limiter's name, as logs and observers (metrics' limiter
+// label) show it: its WithName, or else its limits' names joined with "+",
+// such as "100-per-1m+1000-per-1h" (see Limit.PolicyName); "" for a
+// Limiter with only a WithLimitsFunc. Without WithName the store keeps the
+// Limiter's state under Scope, not Name.
+func (l *Limiter) Name() string { return l.name }
+
+// Scope returns the scope under which the store keeps the Limiter's state
+// (Op.Scope): its WithName, or else a digest of its limits' definitions
+// (see WithName). Two Limiters on one store share a key's state when their
+// scopes are equal.
+func (l *Limiter) Scope() string { return l.scope }
+
+// defaultName is the Name of a Limiter of limits without a WithName: their
+// names (each set, by New, to its PolicyName when empty) joined with "+".
+func defaultName(limits []Limit) string {
+	var b strings.Builder
+	for i, lim := range limits {
+		if i > 0 {
+			b.WriteByte('+')
+		}
+		b.WriteString(lim.PolicyName())
+	}
+	return b.String()
+}
 
 // defaultScope derives a scope from limits: a digest of their definitions,
 // the same in every process configured alike.
@@ -274,28 +307,27 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 	return nil
 }
 
-// takeBrief is take through the store's Take (taker), for one limit. Its
-// last lines are decide's, written out for the Brief the store returns in
-// registers: a helper shared with decide is not inlined, and its call cost
-// 6% of a decision; taking b's address would make the compiler copy it to
-// memory and back. TestTheDirectPathDecidesAsTheGeneralOne holds the two
-// to the same Decisions, errors and every algorithm included.
+// takeBrief is take through the store's TakeBrief (taker), for one limit.
+// Its last lines are decide's, written out for the fields the store
+// returns in registers: a helper shared with decide is not inlined, and
+// its call cost 6% of a decision; an engine.Brief (seven words, more than
+// the compiler keeps in registers) would be spilled and copied, and the
+// copy stalls on reading back the spill. TestTheDirectPathDecidesAsTheGeneralOne
+// holds the two to the same Decisions, errors and every algorithm
+// included.
 func (l *Limiter) takeBrief(ctx context.Context, key string, cost int64, d *Decision) error {
-	b, err := l.taker.Take(ctx, l.plan, key, cost)
+	allowed, remaining, reset, wait, window, lease, at, err := l.taker.TakeBrief(ctx, l.plan, key, cost)
 	if err != nil {
 		*d, err = l.failed(ctx, engine.Op{Plan: l.plan, Key: key, Cost: cost}, l.limits, err, nil)
 		return err
 	}
-	d.Allowed, d.Cost, d.Remaining, d.Lease = b.Allowed, cost, b.Remaining, b.Lease
-	if b.Allowed {
-		d.at = b.At
-	}
-	d.ResetAfter, d.EffectiveWindow = micros(b.Reset), micros(b.Window)
+	d.Allowed, d.Cost, d.Remaining, d.Lease = allowed, cost, remaining, lease
+	d.ResetAfter, d.EffectiveWindow = micros(reset), micros(window)
 	d.Limit = l.limits[0]
-	if b.Allowed {
-		d.Delay = micros(b.Wait)
+	if allowed {
+		d.Delay, d.at = micros(wait), at
 	} else {
-		d.RetryAfter = micros(b.Wait)
+		d.RetryAfter = micros(wait)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"reflect"
 	"strings"
@@ -151,7 +152,8 @@ func TestWithLimitsFuncInvalidLimit(t *testing.T) {
 		{"a name that is too long", core.PerMinute(5).Named(strings.Repeat("n", core.MaxNameLen+1)), nil},
 		// As New rejects them: the headers could not tell them apart.
 		{"a name another limit has", core.PerHour(50).Named("free"), []core.Limit{core.PerMinute(5).Named("free")}},
-		{"a derived name another limit has", core.PerMinute(10).WithAlgorithm(core.GCRA), []core.Limit{core.PerMinute(10)}},
+		// A derived name another limit has is named apart instead: see
+		// TestLimitsFuncDuplicateNames.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" fails the operation", func(t *testing.T) {
@@ -215,8 +217,8 @@ func TestLimitersOnOneStoreAreScopedByTheirLimits(t *testing.T) {
 	search := mk(core.PerMinute(10)) // same algorithm and period: same layout
 	twin := mk(core.PerMinute(5))    // configured as app
 	named := mk(core.PerMinute(5), core.WithName("other"))
-	if app.Name() == search.Name() || app.Name() != twin.Name() || named.Name() != "other" {
-		t.Fatalf("names: app %q search %q twin %q named %q; want app = twin ≠ search, named = other", app.Name(), search.Name(), twin.Name(), named.Name())
+	if app.Scope() == search.Scope() || app.Scope() != twin.Scope() || named.Scope() != "other" {
+		t.Fatalf("scopes: app %q search %q twin %q named %q; want app = twin ≠ search, named = other", app.Scope(), search.Scope(), twin.Scope(), named.Scope())
 	}
 	for range 4 {
 		if _, err := app.Allow(ctx, "k"); err != nil {
@@ -240,11 +242,41 @@ func TestLimitersOnOneStoreAreScopedByTheirLimits(t *testing.T) {
 	// requests a minute, and do not share their state.
 	tokens := mk(core.PerMinute(5).Named(app.Name()).WithUnit("tokens"))
 	plain := mk(core.PerMinute(5).Named(app.Name()))
-	if tokens.Name() == plain.Name() {
-		t.Errorf("a limit with a unit and one without share the scope %q", tokens.Name())
+	if tokens.Scope() == plain.Scope() {
+		t.Errorf("a limit with a unit and one without share the scope %q", tokens.Scope())
 	}
 	if _, err := core.New(store, core.PerMinute(5), core.WithName("bad\nname")); err == nil {
 		t.Error("WithName with a control character: New succeeded, want an error")
+	}
+}
+
+// Logs and metrics name a Limiter readably, from its limits as the
+// RateLimit-Policy header does, while the scope that keys its state in a
+// store stays the digest it always was: an upgrade keeps every count.
+func TestDefaultNameIsReadableAndTheScopeStable(t *testing.T) {
+	store := memstore.New(memstore.WithSweepInterval(0))
+	defer store.Close()
+	for _, tt := range []struct {
+		opts  []core.Option
+		name  string
+		scope string // "": not checked
+	}{
+		{[]core.Option{core.PerMinute(100), core.PerHour(1000)}, "100-per-1m+1000-per-1h", "l2w13je75qywlh"},
+		{[]core.Option{core.PerSecond(10)}, "10-per-1s", "lu1tom05rvi5n"},
+		{[]core.Option{core.PerMinute(20).Named("search"), core.InFlight(3, time.Minute)}, "search+3-in-flight", ""},
+		{[]core.Option{core.PerSecond(10), core.WithName("api")}, "api", "api"},
+		{[]core.Option{core.WithLimitsFunc(func(context.Context, string) []core.Limit { return nil })}, "", ""},
+	} {
+		lim, err := core.New(store, tt.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lim.Name() != tt.name {
+			t.Errorf("Name() = %q, want %q", lim.Name(), tt.name)
+		}
+		if tt.scope != "" && lim.Scope() != tt.scope {
+			t.Errorf("%s: Scope() = %q, want %q, the scope earlier versions kept its state under", tt.name, lim.Scope(), tt.scope)
+		}
 	}
 }
 
@@ -325,4 +357,63 @@ func testDirectPath(ctx context.Context, t *testing.T, alg core.Algorithm, n int
 	direct.Store().Close()
 	general.Store().Close()
 	check("after Close", 1, "a")
+}
+
+// WithLimitsFunc's limits that New never sees: unnamed ones whose derived
+// names collide are named apart, so that they decide; two limits named
+// alike on purpose fail every call, and the first call logs why, naming
+// the Limiter.
+func TestLimitsFuncDuplicateNames(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		limits []core.Limit
+		want   []string // the names a Decision's headers use; nil: an error
+	}{
+		{"a sliding window and a GCRA limit of one rate are named by algorithm",
+			[]core.Limit{core.PerMinute(10), core.PerMinute(10).WithAlgorithm(core.GCRA)},
+			[]string{"10-per-1m", "10-per-1m-gcra"}},
+		{"identical limits are named by algorithm, then by place",
+			[]core.Limit{core.PerSecond(10), core.PerSecond(10), core.PerSecond(10)},
+			[]string{"10-per-1s", "10-per-1s-sliding-window", "10-per-1s-sliding-window-3"}},
+		{"a named limit keeps its name and an unnamed one moves aside",
+			[]core.Limit{core.PerSecond(10), core.PerMinute(5).Named("10-per-1s")},
+			[]string{"10-per-1s-sliding-window", "10-per-1s"}},
+		{"two limits named alike are an error", []core.Limit{core.PerSecond(10).Named("a"), core.PerMinute(5).Named("a")}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logged strings.Builder
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			store := memstore.New(memstore.WithSweepInterval(0))
+			defer store.Close()
+			lim, err := core.New(store, core.WithName("tiers"), core.WithLogger(logger),
+				core.WithLimitsFunc(func(context.Context, string) []core.Limit { return tt.limits }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				d, err := lim.Allow(context.Background(), "k")
+				if tt.want == nil {
+					if !errors.Is(err, core.ErrInvalidLimit) {
+						t.Fatalf("Allow = %v, want ErrInvalidLimit", err)
+					}
+					continue
+				}
+				if err != nil || !d.Allowed {
+					t.Fatalf("Allow = %+v, %v; want allowed", d, err)
+				}
+				var got []string
+				d.Each(func(s core.LimitState) { got = append(got, s.Limit.Name) })
+				if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+					t.Errorf("decided under limits named %q, want %q", got, tt.want)
+				}
+			}
+			lines := strings.Count(logged.String(), "level=ERROR")
+			if tt.want == nil && (lines != 1 || !strings.Contains(logged.String(), "limiter=tiers") || !strings.Contains(logged.String(), `two limits named \"a\"`)) {
+				t.Errorf("log after two failing calls:\n%s\nwant one ERROR line naming the limiter and the duplicate name", logged.String())
+			}
+			if tt.want != nil && lines != 0 {
+				t.Errorf("log:\n%s\nwant no error", logged.String())
+			}
+		})
+	}
 }

@@ -28,16 +28,30 @@ func WithLogger(logger *slog.Logger) Option {
 var policyNames = [...]string{failClosed: "fail-closed", failOpen: "fail-open", failFallback: "fallback"}
 
 // logFailure logs a failure of the store (or of the Fallback store) for
-// op: the first of a burst of one cause at once, a count of the rest at
-// most once a second. Calls skipped by the open breaker are not logged:
-// the breaker's opening is.
+// op: the first of a burst of one cause at once, then at most a line a
+// second counting (repeated) the further operations of that cause the
+// failure policy answered. Calls skipped by the open breaker count there
+// too, under the cause that opened it (logSkipped): the breaker's opening
+// has a line of its own, its probes do not.
 func (l *Limiter) logFailure(ctx context.Context, op *engine.Op, err error) {
 	if err == errOpen || !l.log.Enabled(ctx, slog.LevelWarn) {
 		return
 	}
-	cause := ratelog.Cause(err)
+	l.logCause(ctx, op, ratelog.Cause(err))
+}
+
+// logSkipped counts, in the failure line of cause (the error of the
+// breaker's last failure), a call that the open breaker skipped.
+func (l *Limiter) logSkipped(ctx context.Context, op *engine.Op, cause error) {
+	if cause == nil || !l.log.Enabled(ctx, slog.LevelWarn) {
+		return
+	}
+	l.logCause(ctx, op, ratelog.Cause(cause))
+}
+
+func (l *Limiter) logCause(ctx context.Context, op *engine.Op, cause string) {
 	l.log.Log(ctx, "failure "+cause, 1, slog.LevelWarn, "tollgate: store failed; the failure policy answers",
-		slog.String("limiter", l.scope), slog.String("op", op.Kind.String()),
+		slog.String("limiter", l.name), slog.String("op", op.Kind.String()),
 		slog.String("policy", policyNames[l.policy.mode]), slog.String("error", cause))
 }
 
@@ -56,7 +70,12 @@ func (l *Limiter) logBreaker(ctx context.Context, part string, from, to BreakerS
 	if !l.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("limiter", l.scope)}
+	if level > slog.LevelDebug {
+		// The counts of failures before the transition come before it:
+		// no "repeated" line of an outage after its breaker closed.
+		l.log.Flush()
+	}
+	attrs := []slog.Attr{slog.String("limiter", l.name)}
 	if part != "" {
 		attrs = append(attrs, slog.String("part", part))
 	}

@@ -177,3 +177,59 @@ func TestLoggerDefaultAndOption(t *testing.T) {
 		t.Errorf("New(WithLogger(nil)) = %v, want ErrInvalidOption", err)
 	}
 }
+
+// An outage under load, as an operator reads it: each line about the
+// failures comes before the breaker's closing, at most one a second, and
+// their counts add up to the requests the failure policy answered, calls
+// skipped by the open breaker included.
+func TestLogsAnOutageInOrderWithCountsOfRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &capture{}
+		s := &flakyStore{}
+		lim, _ := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithName("api"),
+			core.WithLogger(slog.New(logs)))
+		ctx := context.Background()
+		answered := 0
+		load := func(d time.Duration) { // 200 requests a second
+			for range int(d / (5 * time.Millisecond)) {
+				if d, err := lim.Allow(ctx, "k"); err == nil && d.Source == core.FromFailOpen {
+					answered++
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		load(time.Second)
+		s.fail(refusedErr)
+		load(3 * time.Second)
+		s.err.Store(nil)
+		load(time.Second)
+		time.Sleep(3 * time.Second) // any line still pending would be written by now
+		got := logs.lines()
+		counted, failureLines, closedAt := 0, 0, -1
+		for i, line := range got {
+			switch {
+			case strings.HasPrefix(line, "INFO tollgate: circuit breaker closed"):
+				closedAt = i
+			case strings.HasPrefix(line, "WARN tollgate: store failed"):
+				failureLines++
+				if closedAt >= 0 {
+					t.Errorf("line %d, %q, comes after the breaker closed (line %d):\n%s", i, line, closedAt, strings.Join(got, "\n"))
+				}
+				n := 1
+				if _, r, ok := strings.Cut(line, " repeated="); ok {
+					fmt.Sscan(r, &n)
+				}
+				counted += n
+			}
+		}
+		if closedAt < 0 {
+			t.Fatalf("no line says the breaker closed:\n%s", strings.Join(got, "\n"))
+		}
+		if counted != answered {
+			t.Errorf("failure lines count %d requests, want the %d the failure policy answered:\n%s", counted, answered, strings.Join(got, "\n"))
+		}
+		if failureLines > 5 {
+			t.Errorf("%d failure lines for a 3 s outage, want at most one a second:\n%s", failureLines, strings.Join(got, "\n"))
+		}
+	})
+}

@@ -15,7 +15,7 @@ var observations = sync.Pool{New: func() any { return new(Observation) }}
 // observe runs an operation and reports it to the Limiter's observers.
 func (l *Limiter) observe(ctx context.Context, op engine.Op) (Decision, error) {
 	o := observations.Get().(*Observation)
-	o.Limiter, o.Operation, o.Key, o.Cost = l.scope, Operation(op.Kind), op.Key, op.Cost
+	o.Limiter, o.Operation, o.Key, o.Cost = l.name, Operation(op.Kind), op.Key, op.Cost
 	d, err := l.op(ctx, op, o)
 	o.Decision = d
 	if err == nil {
@@ -82,7 +82,7 @@ func limitName(l *Limit) string {
 func (l *Limiter) breakerChanged(ctx context.Context, part string, from, to BreakerState, cause error) {
 	l.logBreaker(ctx, part, from, to, cause)
 	if l.obs != nil {
-		e := Event{Kind: EventBreaker, Limiter: l.scope, Part: part, From: from, To: to, Err: cause}
+		e := Event{Kind: EventBreaker, Limiter: l.name, Part: part, From: from, To: to, Err: cause}
 		l.obs.ObserveEvent(ctx, &e)
 	}
 }

@@ -35,8 +35,8 @@ type Observer interface {
 
 // An Observation is one operation of a Limiter, as an Observer sees it.
 type Observation struct {
-	// Limiter is the Limiter's name (Limiter.Name: WithName, or the scope
-	// derived from its limits). Bounded: a label.
+	// Limiter is the Limiter's name (Limiter.Name: WithName, or its
+	// limits' names joined with "+"). Bounded: a label.
 	Limiter string
 	// Operation is what was asked: take (Allow, AllowN), peek, charge,
 	// refund, reset or release.

@@ -91,7 +91,9 @@ func MustParseLimits(s string) []Limit {
 }
 
 // WithLimits adds limits to a Limiter, as passing each of them to New
-// does: an Option for the limits ParseLimits returns. Default: none.
+// does: an Option for the limits ParseLimits returns. Their names, given
+// or derived, must differ from each other's and from the Limiter's other
+// limits' (New says which two do not). Default: none.
 func WithLimits(limits ...Limit) Option {
 	limits = append([]Limit(nil), limits...)
 	return optionFunc(func(l *Limiter) error {

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/tollgate/tollgate/core/engine"
@@ -38,6 +40,7 @@ type plans struct {
 
 type cachedPlan struct {
 	limits []Limit // a copy, to tell the sets of one hash apart
+	named  []Limit // limits as decided: unnamed duplicates renamed (distinctDefaults)
 	plan   *engine.Plan
 }
 
@@ -57,37 +60,87 @@ func (l *Limiter) planFor(ctx context.Context, key string) ([]Limit, *engine.Pla
 	for _, c := range l.plans.m[h] {
 		if equalLimits(c.limits, limits) {
 			l.plans.mu.RUnlock()
-			return limits, c.plan, nil
+			return c.named, c.plan, nil
 		}
 	}
 	l.plans.mu.RUnlock()
-	for i := range limits {
-		if err := limits[i].validateName(); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := distinctNames(limits); err != nil {
+	named, err := l.checkLimits(ctx, limits)
+	if err != nil {
 		return nil, nil, err
 	}
-	plan, err := compilePlan(l.scope, limits)
+	plan, err := compilePlan(l.scope, named)
 	if err != nil {
+		l.logConfig(ctx, err)
 		return nil, nil, err
 	}
 	l.plans.mu.Lock()
 	defer l.plans.mu.Unlock()
 	for _, c := range l.plans.m[h] {
 		if equalLimits(c.limits, limits) {
-			return limits, c.plan, nil
+			return c.named, c.plan, nil
 		}
 	}
 	if l.plans.n < maxPlans {
 		if l.plans.m == nil {
 			l.plans.m = make(map[uint64][]cachedPlan)
 		}
-		l.plans.m[h] = append(l.plans.m[h], cachedPlan{limits: append([]Limit(nil), limits...), plan: plan})
+		l.plans.m[h] = append(l.plans.m[h], cachedPlan{limits: append([]Limit(nil), limits...), named: named, plan: plan})
 		l.plans.n++
 	}
-	return limits, plan, nil
+	return named, plan, nil
+}
+
+// checkLimits validates the names of limits returned by WithLimitsFunc and
+// returns them as decided: unnamed limits that share a derived name get
+// distinct ones (distinctDefaults). An invalid set is logged, as a
+// configuration error naming the Limiter, and returned.
+func (l *Limiter) checkLimits(ctx context.Context, limits []Limit) ([]Limit, error) {
+	for i := range limits {
+		if err := limits[i].validateName(); err != nil {
+			l.logConfig(ctx, err)
+			return nil, err
+		}
+	}
+	named := distinctDefaults(limits)
+	if err := distinctNames(named); err != nil {
+		l.logConfig(ctx, err)
+		return nil, err
+	}
+	return named, nil
+}
+
+// distinctDefaults returns limits, or a copy of them in which the unnamed
+// limits whose PolicyName another limit has too are named apart: with
+// their algorithm ("10-per-1m-gcra") when that tells them apart, else also
+// with their place in the list, from 1 ("10-per-1s-sliding-window-2").
+// The first limit of a name keeps it. Named limits keep their names: two of
+// one name remain an error (distinctNames).
+func distinctDefaults(limits []Limit) []Limit {
+	if distinctNames(limits) == nil {
+		return limits
+	}
+	out := append([]Limit(nil), limits...)
+	taken := make(map[string]bool, len(out))
+	for i := range out {
+		if out[i].Name != "" {
+			taken[out[i].Name] = true
+		}
+	}
+	for i := range out {
+		if out[i].Name != "" {
+			continue
+		}
+		n := out[i].PolicyName()
+		if taken[n] {
+			n += "-" + out[i].Algorithm.String()
+		}
+		if taken[n] {
+			n += "-" + strconv.Itoa(i+1)
+		}
+		out[i].Name = n
+		taken[n] = true
+	}
+	return out
 }
 
 // hashLimits hashes the values of limits, names included.
@@ -132,9 +185,19 @@ func distinctNames(limits []Limit) error {
 	for i := range limits {
 		for j := range i {
 			if n := name(&limits[i]); n == name(&limits[j]) {
-				return fmt.Errorf("%w: two limits named %q: RateLimit headers could not tell them apart", ErrInvalidLimit, n)
+				return fmt.Errorf("%w: two limits named %q: RateLimit headers could not tell them apart; name one of them (Limit.Named)", ErrInvalidLimit, n)
 			}
 		}
 	}
 	return nil
+}
+
+// logConfig logs err, an invalid set of limits from WithLimitsFunc, as a
+// configuration error naming the Limiter: every operation given that set
+// fails with err, and a developer must see why at the first call. One
+// line per cause and interval, as failures are.
+func (l *Limiter) logConfig(ctx context.Context, err error) {
+	l.log.Log(ctx, "config "+err.Error(), 1, slog.LevelError,
+		"tollgate: invalid limits from WithLimitsFunc: every operation given them fails",
+		slog.String("limiter", l.name), slog.String("error", err.Error()))
 }

@@ -42,8 +42,9 @@ type InProcess interface {
 //	Fallback(s)         each instance up to the whole limit, on its own store:
 //	                    a fleet of n instances up to n times the limit
 //	Fallback(s, FleetSize(n))
-//	                    each instance up to 1/n of the limit: a fleet of n
-//	                    instances up to the limit
+//	                    each instance up to ⌊Q/n⌋ of the limit (at least
+//	                    1): a fleet of n instances up to the limit (see
+//	                    FleetSize for what a saturated instance admits)
 //
 // The fallback store starts from nothing: in the window in which the
 // outage begins, what the shared store admitted before it comes on top (up
@@ -84,6 +85,16 @@ type FallbackOption func(*FailurePolicy)
 // share of 1 per instance lets the fleet admit up to n. n must be at
 // least 1.
 // Default: 1, every instance decides on the whole limit.
+//
+// FleetSize promises a bound, not a rate: rounding down keeps the fleet
+// under the limit, and an instance under saturation (requests arriving
+// without pause) admits what its algorithm admits of the share q = ⌊Q/n⌋
+// per period: q with FixedWindow, SlidingLog, TokenBucket and GCRA, but
+// q−1 with SlidingWindow, the default, whose previous window still
+// weighs until the current one ends (q = 1: one every other period; see
+// SlidingWindow). PerSecond(10) over FleetSize(4) is 2 per second and
+// instance, which a saturated SlidingWindow passes as 1: for small shares
+// choose a FixedWindow or GCRA limit, or a smaller n.
 func FleetSize(n int) FallbackOption {
 	return func(p *FailurePolicy) {
 		if n < 1 {
@@ -175,6 +186,11 @@ func isFailure(ctx context.Context, err error) bool {
 // op's plan): through the breaker, under the timeout, with the failure
 // policy.
 func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *Observation) (Decision, error) {
+	if la, ok := l.store.(localApplier); ok { // decided in memory: no timeout, no breaker
+		if res, ok := la.ApplyLocal(op); ok {
+			return decision(limits, op.Cost, &res), nil
+		}
+	}
 	var b *breaker
 	if l.breakers != nil {
 		b = l.breakers.of(&op)
@@ -183,6 +199,7 @@ func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *O
 	if b != nil {
 		start = b.now()
 		if !b.allow(ctx, start) {
+			l.logSkipped(ctx, &op, b.lastCause())
 			return l.fail(ctx, op, limits, errOpen, o)
 		}
 	}

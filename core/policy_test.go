@@ -548,3 +548,60 @@ func TestFleetShareOfALimitsFuncPlanIsKept(t *testing.T) {
 		t.Errorf("a fallback decision on a WithLimitsFunc plan makes %v allocations, more than the %v of the Limiter's own limits", got, want)
 	}
 }
+
+// What one instance of a fleet admits on its fallback store under
+// saturation (FleetSize's doc): the share is ⌊Q/n⌋, and the counters that
+// weigh the previous window (SlidingWindow) pass a period's share less one
+// once the requests never stop, while the others pass the whole share
+// (and the rated ones, which start full, what refills in the first
+// second on top).
+func TestFallbackShareUnderSaturation(t *testing.T) {
+	const quota, fleet, seconds = 10, 4, 8
+	const every = 5 * time.Millisecond // 200 requests a second
+	for _, tt := range []struct {
+		alg core.Algorithm
+		// admitted in each second after the first, in which the
+		// fallback store starts from nothing
+		want int
+	}{
+		{core.SlidingWindow, quota/fleet - 1},
+		{core.FixedWindow, quota / fleet},
+		{core.SlidingLog, quota / fleet},
+		{core.TokenBucket, quota / fleet},
+		{core.GCRA, quota / fleet},
+	} {
+		t.Run(tt.alg.String(), func(t *testing.T) {
+			clock := newManualClock(t0)
+			s := &flakyStore{}
+			s.fail(errDown)
+			fb := memstore.New(memstore.WithSweepInterval(0))
+			t.Cleanup(func() { fb.Close() })
+			lim, err := core.New(s, core.WithClock(clock), core.PerSecond(quota).WithAlgorithm(tt.alg),
+				core.WithFailurePolicy(core.Fallback(fb, core.FleetSize(fleet))), core.WithBreaker(core.Breaker{Disabled: true}),
+				core.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			per := make([]int, seconds)
+			for i := range seconds * int(time.Second/every) {
+				clock.Set(t0.Add(time.Duration(i) * every))
+				d, err := lim.Allow(context.Background(), "k")
+				if err != nil {
+					t.Fatalf("Allow: %v", err)
+				}
+				if d.Allowed {
+					per[i*int(every)/int(time.Second)]++
+				}
+			}
+			if per[0] < quota/fleet {
+				t.Errorf("first second admitted %d, want at least the whole share %d", per[0], quota/fleet)
+			}
+			for s, n := range per[1:] {
+				if n != tt.want {
+					t.Errorf("second %d admitted %d of a share of %d per second, want %d (all: %v)", s+1, n, quota/fleet, tt.want, per)
+					break
+				}
+			}
+		})
+	}
+}

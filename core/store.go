@@ -15,13 +15,27 @@ import (
 //
 // An InProcess store may also have a method
 //
-//	Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error)
+//	TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (
+//		allowed bool, remaining, reset, wait, window, lease, at int64, err error)
 //
 // which does what Apply does for a Take of cost for key under plan, and
-// returns the Result in brief: a Limiter of one limit, with no clock,
-// observer or deny cache of its own, calls it instead of Apply. Passed in
-// registers, its arguments and Brief save copying an Op and a Result
-// through memory on every decision (memstore has it).
+// returns the Result in brief, the fields of an engine.Brief one by one: a
+// Limiter of one limit, with no clock, observer or deny cache of its own,
+// calls it instead of Apply. Passed in registers, its arguments and
+// results save copying an Op and a Result through memory on every
+// decision; returned as one Brief, the caller would copy the struct
+// through memory again, and stall on reading it back (memstore has it).
+//
+// A Store that is not InProcess may have a method
+//
+//	ApplyLocal(op engine.Op) (engine.Result, bool)
+//
+// which decides op in process when it can, without I/O and without
+// blocking, and returns its Result and true; or returns false, changing
+// nothing. A Limiter calls it before the timeout and the circuit
+// breaker of a remote call, and Apply only when it returns false: a store
+// that answers most operations from memory (package lease) then costs no
+// more than memory does.
 type Store interface {
 	// Apply runs op atomically over all the limits of op.Plan for op.Key,
 	// and returns the Result. It returns an error, and changes nothing,
@@ -31,4 +45,9 @@ type Store interface {
 	// Close releases the store's resources. Apply after Close returns an
 	// error wrapping ErrClosed.
 	Close() error
+}
+
+// localApplier is the optional method of a Store described in Store's doc.
+type localApplier interface {
+	ApplyLocal(op engine.Op) (engine.Result, bool)
 }

@@ -13,14 +13,18 @@ import (
 // TestConformance runs the shared table with the app-wide middleware
 // mounted with e.Use. echo routes before its middleware runs (c.Path()),
 // so the table runs with RunKnownRoutes.
-func TestConformance(t *testing.T) {
-	guardtest.RunKnownRoutes(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		e := echo.New()
-		e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
-		mountGroup(e, cfg, nil)
-		e.Any("/*", echo.WrapHandler(cfg.App))
-		return e
-	})
+func TestConformance(t *testing.T) { guardtest.RunKnownRoutes(t, build) }
+
+// TestConformanceLeased runs the table with leases on (package lease).
+func TestConformanceLeased(t *testing.T) { guardtest.RunLeased(t, build, true) }
+
+// build mounts cfg's layers with e.Use, the group's and the route's.
+func build(t *testing.T, cfg guardtest.Config) http.Handler {
+	e := echo.New()
+	e.Use(middlewares(cfg.In(guardtest.AppWide), nil)...)
+	mountGroup(e, cfg, nil)
+	e.Any("/*", echo.WrapHandler(cfg.App))
+	return e
 }
 
 // TestInFlight holds concurrency limits to the requests in the handler,

@@ -10,6 +10,17 @@ import (
 	"time"
 )
 
+// buildFlags are the flags of the go commands these tests run: those the
+// test command (scripts/test.sh) builds the tests with, -trimpath and,
+// under it, -race, so that the dependencies come from the build cache
+// entries the tests' own build made instead of compiling again.
+func buildFlags() []string {
+	if raceEnabled {
+		return []string{"-race", "-trimpath"}
+	}
+	return []string{"-trimpath"}
+}
+
 // programs are the directories of the example programs.
 var programs = []string{
 	"quickstart/nethttp",
@@ -25,6 +36,7 @@ var programs = []string{
 	"weighted",
 	"posthoc",
 	"rulesfile",
+	"metrics",
 }
 
 // onRedis are the programs whose -selftest needs a Redis (-redis).
@@ -42,7 +54,7 @@ func TestPrograms(t *testing.T) {
 		t.Skip("no go command in PATH")
 	}
 	bin := t.TempDir()
-	build := exec.Command(gobin, "build", "-o", bin+string(filepath.Separator), "./...")
+	build := exec.Command(gobin, append(append([]string{"build"}, buildFlags()...), "-o", bin+string(filepath.Separator), "./...")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./...: %v\n%s", err, out)
 	}

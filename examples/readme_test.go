@@ -1,14 +1,16 @@
 package examples_test
 
-// The snippets of the README's "Use with your framework", verbatim between
+// The snippets of the README and of the guides in docs/, verbatim between
 // the marker comments, so that they keep compiling. (Examples without an
 // Output comment are compiled, not run.)
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,7 +141,7 @@ func Example_install() {
 		log.Fatal(err)
 	}
 	lim, err := core.New(store, core.PerSecond(10), core.PerMinute(100),
-		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4)))) // Redis down: 1/4 of each limit here
+		core.WithFailurePolicy(core.Fallback(memstore.New(), core.FleetSize(4)))) // Redis down: ⌊limit/4⌋ here, see core.FleetSize
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -165,17 +167,14 @@ func Example_inFlight() {
 }
 
 // TestREADMEShowsTheseSnippets checks that every snippet between the
-// markers above stands in README.md, so the README shows code that
-// compiles.
+// markers above stands in README.md or a guide of docs/, so that they
+// show code that compiles.
 func TestREADMEShowsTheseSnippets(t *testing.T) {
 	src, err := os.ReadFile("readme_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readmeAndGuides(t)
 	n := 0
 	const marker = "\n\t// README: " // a marker line, not this string
 	for _, part := range strings.Split(string(src), marker)[1:] {
@@ -189,8 +188,8 @@ func TestREADMEShowsTheseSnippets(t *testing.T) {
 			lines = append(lines, strings.TrimPrefix(l, "\t")) // the README's snippets are not indented
 		}
 		snippet := strings.Join(lines, "\n")
-		if !strings.Contains(string(readme), snippet) {
-			t.Errorf("README.md lacks the %q snippet:\n%s", name, snippet)
+		if !strings.Contains(readme, snippet) {
+			t.Errorf("neither README.md nor docs/ has the %q snippet:\n%s", name, snippet)
 		}
 		n++
 	}
@@ -204,15 +203,21 @@ func TestREADMEShowsTheseSnippets(t *testing.T) {
 // replace exists, and each replace points at that module's directory in a
 // clone named tollgate.
 func TestREADMEInstallNamesTheModules(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	// The README's Install section has the go get lines; docs/install.md's
+	// the require and replace lines of a clone.
+	var install string
+	for _, file := range []string{"../README.md", "../docs/install.md"} {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, ok := strings.Cut(string(text), "\n## Install\n")
+		if !ok {
+			t.Fatalf("%s has no Install section", file)
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		install += section
 	}
-	_, install, ok := strings.Cut(string(readme), "\n## Install\n")
-	if !ok {
-		t.Fatal("README.md has no Install section")
-	}
-	install, _, _ = strings.Cut(install, "\n## ")
 
 	// modulePath returns the module path in dir's go.mod (dir relative to
 	// the repository root), or "" if there is none.
@@ -277,6 +282,82 @@ func TestREADMEInstallNamesTheModules(t *testing.T) {
 	for p := range replaced {
 		if !required[p] {
 			t.Errorf("README: replace %s without a require line", p)
+		}
+	}
+}
+
+// readmeAndGuides returns README.md and every guide of docs/, joined.
+func readmeAndGuides(t *testing.T) string {
+	t.Helper()
+	files, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range append([]string{"../README.md"}, files...) {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(text)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestREADMEQuickStartCompiles builds every complete program of the
+// README (a go block that starts with "package main") as a user would
+// paste it: in a directory of its own in this module, imports included,
+// and checks it is gofmt-formatted.
+func TestREADMEQuickStartCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the README's programs")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command in PATH")
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var programs []string
+	for _, part := range strings.Split(string(readme), "```go\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		if strings.HasPrefix(block, "package main\n") {
+			programs = append(programs, block)
+		}
+	}
+	if len(programs) < 5 {
+		t.Fatalf("README.md has %d complete programs, want one per framework (gin, echo, fiber, net/http, gRPC)", len(programs))
+	}
+	// A directory of this module that ./... skips (it starts with "_").
+	dir, err := os.MkdirTemp(".", "_readme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	var pkgs []string
+	for i, p := range programs {
+		sub := filepath.Join(dir, fmt.Sprint("p", i))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "main.go"), []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, "./"+filepath.ToSlash(sub))
+	}
+	args := append(append([]string{"build"}, buildFlags()...), "-o", os.DevNull)
+	for _, p := range pkgs {
+		if out, err := exec.Command(gobin, append(args, p)...).CombinedOutput(); err != nil {
+			t.Errorf("go build of the README's program %s: %v\n%s", p, err, out)
+		}
+	}
+	for i, p := range programs {
+		out, err := exec.Command(filepath.Join(filepath.Dir(gobin), "gofmt"), "-l", filepath.Join(dir, fmt.Sprint("p", i), "main.go")).CombinedOutput()
+		if err == nil && len(out) > 0 {
+			t.Errorf("the README's program %d is not gofmt-formatted:\n%s", i+1, p)
 		}
 	}
 }

@@ -21,18 +21,22 @@ import (
 //
 // Middleware added with app.Use or to a group runs before fiber picks the
 // route that answers, so the table runs with Run, not RunKnownRoutes.
-func TestConformance(t *testing.T) {
-	guardtest.Run(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		app := fiber.New()
-		for _, h := range handlers(cfg.In(guardtest.AppWide)) {
-			app.Use(h)
-		}
-		api := app.Group(guardtest.GroupPrefix, handlers(cfg.In(guardtest.Grouped))...)
-		api.All(guardtest.RoutePath[len(guardtest.GroupPrefix):], append(handlers(cfg.In(guardtest.OnRoute)), withUserContext(cfg.App))...)
-		api.All(guardtest.GroupPath[len(guardtest.GroupPrefix):], withUserContext(cfg.App))
-		app.Use(withUserContext(cfg.App))
-		return adaptor.FiberApp(app)
-	})
+func TestConformance(t *testing.T) { guardtest.Run(t, build) }
+
+// TestConformanceLeased runs the table with leases on (package lease).
+func TestConformanceLeased(t *testing.T) { guardtest.RunLeased(t, build, false) }
+
+// build mounts cfg's layers with app.Use, the group's and the route's.
+func build(t *testing.T, cfg guardtest.Config) http.Handler {
+	app := fiber.New()
+	for _, h := range handlers(cfg.In(guardtest.AppWide)) {
+		app.Use(h)
+	}
+	api := app.Group(guardtest.GroupPrefix, handlers(cfg.In(guardtest.Grouped))...)
+	api.All(guardtest.RoutePath[len(guardtest.GroupPrefix):], append(handlers(cfg.In(guardtest.OnRoute)), withUserContext(cfg.App))...)
+	api.All(guardtest.GroupPath[len(guardtest.GroupPrefix):], withUserContext(cfg.App))
+	app.Use(withUserContext(cfg.App))
+	return adaptor.FiberApp(app)
 }
 
 // TestInFlight holds concurrency limits to the requests in the handler,

@@ -30,7 +30,7 @@ func WithKeyFunc(fn func(c *fiber.Ctx) (string, error)) Option {
 }
 
 // WithKey sets the key function to one of package keyfuncs (or Locals, or
-// KeyFunc): keyfuncs.Header("X-Api-Key"), keyfuncs.IP with trusted
+// KeyFunc): keyfuncs.Header("X-API-Key"), keyfuncs.IP with trusted
 // proxies, keyfuncs.Join(...). It is guard.WithKey. keyfuncs.Route is
 // the pattern of the route the middleware is mounted on: with app.Use, the
 // Use prefix, shared by every route below it (see the package

@@ -15,14 +15,18 @@ import (
 // through NoRoute, so every method and path goes through the app-wide
 // middleware. gin knows the route before any middleware runs (FullPath),
 // so the table runs with RunKnownRoutes.
-func TestConformance(t *testing.T) {
-	guardtest.RunKnownRoutes(t, func(t *testing.T, cfg guardtest.Config) http.Handler {
-		r := gin.New()
-		r.Use(handlers(cfg.In(guardtest.AppWide))...)
-		mountGroup(r, cfg)
-		r.NoRoute(gin.WrapH(cfg.App))
-		return r
-	})
+func TestConformance(t *testing.T) { guardtest.RunKnownRoutes(t, build) }
+
+// TestConformanceLeased runs the table with leases on (package lease).
+func TestConformanceLeased(t *testing.T) { guardtest.RunLeased(t, build, true) }
+
+// build mounts cfg's layers with r.Use, the group's and the route's.
+func build(t *testing.T, cfg guardtest.Config) http.Handler {
+	r := gin.New()
+	r.Use(handlers(cfg.In(guardtest.AppWide))...)
+	mountGroup(r, cfg)
+	r.NoRoute(gin.WrapH(cfg.App))
+	return r
 }
 
 // TestConformanceOnARoute runs the table again with the app-wide

@@ -40,7 +40,7 @@ func WithKeyFunc(fn func(c *gin.Context) (string, error)) Option {
 
 // WithKey sets the key function to one of package keyfuncs:
 //
-//	ginlimit.WithKey(keyfuncs.Header("X-Api-Key"))
+//	ginlimit.WithKey(keyfuncs.Header("X-API-Key"))
 //	ginlimit.WithKey(keyfuncs.IP(keyfuncs.TrustProxies(lb))) // behind a load balancer
 //
 // For the client address behind proxies use keyfuncs.IP with

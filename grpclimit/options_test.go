@@ -113,7 +113,7 @@ func TestHandlersReplaceTheStatus(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			lim := guardtest.NewLimiter(t, nil, perMinute(1, "per-minute"))
 			cl := serve(t, client, &service{}, grpc.ChainUnaryInterceptor(
-				grpclimit.UnaryServerInterceptor(lim, grpclimit.WithKey(keyfuncs.Header("x-api-key")), c.opt)))
+				grpclimit.UnaryServerInterceptor(lim, grpclimit.WithKey(keyfuncs.Header("X-Api-Key")), c.opt)))
 			var r reply
 			if c.deny {
 				callUnary(t, cl, 0, "x-api-key", "k")

@@ -208,7 +208,7 @@ func (c *chainState) find(lim *core.Limiter, key string) int {
 // sameState reports whether a and b, distinct Limiters, keep a key's state
 // in the same place: the same scope on the same store.
 func sameState(a, b *core.Limiter) bool {
-	if a.Name() != b.Name() {
+	if a.Scope() != b.Scope() {
 		return false
 	}
 	sa, sb := a.Store(), b.Store()

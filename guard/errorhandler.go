@@ -58,7 +58,7 @@ func ErrorStatus(err error) int {
 // application/problem+json body, with a detail when ErrorDetail has one:
 //
 //	{"type":"about:blank","title":"Service Unavailable","status":503}
-//	{"type":"about:blank","title":"Bad Request","status":400,"detail":"missing header X-Api-Key"}
+//	{"type":"about:blank","title":"Bad Request","status":400,"detail":"missing header X-API-Key"}
 //
 // It never sends err's text: use WithOnError to log it.
 func DefaultErrorHandler(w Writer, _ keyfuncs.Request, err error) error {
@@ -70,7 +70,7 @@ func DefaultErrorHandler(w Writer, _ keyfuncs.Request, err error) error {
 // ErrorDetail returns what a client may be told of err, an error of the
 // Guard (see ErrorHandler), so that it can fix its request; "" when
 // nothing. Only a key the request lacks has a detail: what it lacks, as
-// the server configured it ("missing header X-Api-Key", "header X-Api-Key
+// the server configured it ("missing header X-API-Key", "header X-API-Key
 // is longer than 1024 bytes", for a keyfuncs.SourceError), or, when the
 // key function does not say, "missing rate-limit key" or "rate-limit key
 // longer than 1024 bytes". It never holds a value the client sent, nor

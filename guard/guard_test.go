@@ -147,7 +147,7 @@ func TestKeyErrors(t *testing.T) {
 		detail string
 	}{
 		{"an empty key from a custom function is a 400 for a missing key", func(keyfuncs.Request) (string, error) { return "", nil }, "", "192.0.2.1:1", 400, "missing rate-limit key"},
-		{"a missing header is a 400 naming the header", keyfuncs.Header("x-key"), "", "192.0.2.1:1", 400, "missing header X-Key"},
+		{"a missing header is a 400 naming the header as configured", keyfuncs.Header("x-key"), "", "192.0.2.1:1", 400, "missing header x-key"},
 		{"a missing query parameter is a 400 naming it", keyfuncs.Query("api_key"), "", "192.0.2.1:1", 400, "missing query parameter api_key"},
 		{"a key function's error never reaches the client", func(keyfuncs.Request) (string, error) {
 			return "", fmt.Errorf("%w: token %s revoked", keyfuncs.ErrNoKey, secret)

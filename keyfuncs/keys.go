@@ -17,14 +17,16 @@ const MaxKeyLen = 1024
 // Header returns a Func whose key is the first value of the named request
 // header, verbatim (case and surrounding text kept). The name is matched
 // case-insensitively. A missing or empty header yields an error matching
-// ErrNoKey; a value longer than MaxKeyLen one matching ErrKeyTooLong.
+// ErrNoKey; a value longer than MaxKeyLen one matching ErrKeyTooLong. Both
+// are SourceErrors that name the header as given here ("X-API-Key", not
+// its canonical form "X-Api-Key"), which a 400 tells the client.
 //
 // A header is chosen by the client unless a proxy in front of the service
 // sets or checks it: key on it only when that is the case, or when the
 // value is verified by an earlier middleware (an API key, say).
 func Header(name string) Func {
-	name = http.CanonicalHeaderKey(name)
-	return valueFunc("header", name, func(r Request) string { return r.Header(name) })
+	canonical := http.CanonicalHeaderKey(name)
+	return valueFunc("header", name, func(r Request) string { return r.Header(canonical) })
 }
 
 // Query returns a Func whose key is the first value of the named URL query

@@ -118,9 +118,9 @@ func TestJoinCopiesItsParts(t *testing.T) {
 }
 
 func TestValueKeyErrorsNameTheirSource(t *testing.T) {
-	_, err := Header("x-api-key")(&fakeRequest{header: http.Header{}})
-	if err == nil || !strings.Contains(err.Error(), `"X-Api-Key"`) {
-		t.Errorf("Header(%q) error = %v, want it to name the header", "x-api-key", err)
+	_, err := Header("X-API-Key")(&fakeRequest{header: http.Header{}})
+	if err == nil || !strings.Contains(err.Error(), `"X-API-Key"`) {
+		t.Errorf("Header(%q) error = %v, want it to name the header as configured", "X-API-Key", err)
 	}
 	_, err = Header("X-Big")(&fakeRequest{header: http.Header{"X-Big": {strings.Repeat("x", 1<<20)}}})
 	if err == nil || len(err.Error()) > 200 {
@@ -140,8 +140,9 @@ func TestValueKeyErrorsAreSourceErrors(t *testing.T) {
 		kind, part string
 		sentinel   error
 	}{
-		{"a missing header", Header("x-api-key"), &fakeRequest{header: http.Header{}}, "header", "X-Api-Key", ErrNoKey},
-		{"a header too long", Header("X-Api-Key"), &fakeRequest{header: http.Header{"X-Api-Key": {long}}}, "header", "X-Api-Key", ErrKeyTooLong},
+		// The name as configured, not canonical: the 400 names it so.
+		{"a missing header", Header("x-api-key"), &fakeRequest{header: http.Header{}}, "header", "x-api-key", ErrNoKey},
+		{"a header too long", Header("X-API-Key"), &fakeRequest{header: http.Header{"X-Api-Key": {long}}}, "header", "X-API-Key", ErrKeyTooLong},
 		{"a missing query parameter", Query("key"), &fakeRequest{}, "query parameter", "key", ErrNoKey},
 		{"no route", Route(), &fakeRequest{}, "route", "", ErrNoKey},
 	}

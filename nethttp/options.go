@@ -36,7 +36,7 @@ func WithKeyFunc(fn func(r *http.Request) (string, error)) Option {
 
 // WithKey sets the key function to one of package keyfuncs:
 //
-//	nethttp.WithKey(keyfuncs.Header("X-Api-Key"))
+//	nethttp.WithKey(keyfuncs.Header("X-API-Key"))
 //	nethttp.WithKey(keyfuncs.IP(keyfuncs.TrustProxies(lb))) // behind a load balancer
 //
 // It is guard.WithKey. The standard mux sets the route pattern

@@ -8,7 +8,10 @@ require (
 	github.com/tollgate/tollgate v0.0.0
 )
 
-require github.com/stretchr/testify v1.12.1 // indirect
+require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -230,12 +230,13 @@ cp scripts/testdata/consumer/main.go "$consumer/"
       *) die "$p resolved to '$got', not to $version from the proxy" ;;
     esac
   done
-  # -trimpath: the build cache then holds the dependencies under their
-  # module paths, not under this run's module cache, and later runs reuse
-  # them. The first run on a machine compiles gin, echo, fiber, grpc and
-  # go-redis.
-  echo "release: go build scripts/testdata/consumer against them"
-  go build -trimpath -o consumer . || die "the consumer does not build against the release"
+  # -trimpath: the build cache holds the dependencies under their module
+  # paths, not under this run's module cache; and -race, as scripts/test.sh
+  # builds its tests (with -trimpath too): so the dependencies, gin, echo,
+  # fiber, grpc and go-redis, come from the cache entries the tests made,
+  # and only the released modules compile here.
+  echo "release: go build -race scripts/testdata/consumer against them"
+  go build -race -trimpath -o consumer . || die "the consumer does not build against the release"
   ./consumer -redis "$redis_addr"
 ) || die "dry run FAILED: $version does not install and serve from a fresh module as a user's would (see above)"
 echo "release: dry run of $version passed; nothing was tagged in $root"

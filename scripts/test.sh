@@ -8,7 +8,9 @@
 # tree in a temporary clone, serves the tags as a file-based module proxy,
 # and a fresh module outside the repository go gets every released module
 # through it, with no replace, and serves requests through each adapter and
-# the Redis store.
+# the Redis store. Last, scripts/prometheus.sh proves the alerts and the
+# dashboard of ops/ with promtool and a real Prometheus. A line marks each
+# module's start and, with its time, its end.
 #
 #   ./scripts/test.sh            all modules
 #   ./scripts/test.sh core/...   extra args go to `go test` instead of ./...
@@ -107,24 +109,36 @@ if grep -qs 'redis/go-redis' $(for m in $modules; do echo "$m/go.mod"; done); th
 fi
 
 pkgs=("$@"); [ ${#pkgs[@]} -eq 0 ] && pkgs=(./...)
+# Progress: a line as each module starts and one with its time as it ends,
+# so that a long stretch names what it is doing; and the total at the end.
+started=$SECONDS
+n_modules=$(echo "$modules" | wc -w) i=0
 for m in $modules; do
-  echo "== module $m"
+  i=$((i + 1)) t0=$SECONDS before=${#failed[@]}
+  echo "== module $m ($i/$n_modules, $((SECONDS - started))s elapsed)"
   cd "$root/$m"
   bad=$(gofmt -l . 2>&1 | grep -v '^$' || true)
   if [ -n "$bad" ]; then echo "gofmt would change: $bad"; failed+=("$m (gofmt)"); fi
   go mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy changes go.mod/go.sum in $m"; go mod tidy -diff || true; failed+=("$m (tidy)"); }
   go vet ./... || failed+=("$m (vet)")
-  go test -race -shuffle=on -timeout 20m "${pkgs[@]}" || failed+=("$m (test)")
+  # -trimpath: the dependencies compile to the same build cache entries as
+  # the release dry run's consumer build below (-race -trimpath), which
+  # then compiles only the released modules, not gin, echo, fiber, grpc
+  # and go-redis a second time.
+  go test -race -trimpath -shuffle=on -timeout 20m "${pkgs[@]}" || failed+=("$m (test)")
+  status=ok; [ ${#failed[@]} -ne "$before" ] && status=FAILED
+  echo "-- module $m: $status in $((SECONDS - t0))s"
 done
 cd "$root"
 
-# Bounded: about 30 s once the build cache holds the fresh module's
-# dependencies; the first run on a machine compiles gin, echo, fiber and
-# go-redis for it (about 3 minutes on 2 busy cores), later runs reuse them.
+# Bounded: about 30 s. The consumer's dependencies are in the build cache:
+# the module tests above compiled them with the same flags (-race
+# -trimpath), so it compiles only the released modules.
 release_version=v0.1.0-dryrun release_timeout=300
-echo "== release dry run: scripts/release.sh --dry-run --worktree $release_version"
-rc=0
+echo "== release dry run: scripts/release.sh --dry-run --worktree $release_version ($((SECONDS - started))s elapsed)"
+rc=0 t0=$SECONDS
 timeout "$release_timeout" ./scripts/release.sh --dry-run --worktree "$release_version" || rc=$?
+echo "-- release dry run: exit $rc in $((SECONDS - t0))s"
 if [ "$rc" -eq 124 ]; then
   echo "release dry run timed out after ${release_timeout}s (its last line above says where)"
   failed+=("release dry run (timeout)")
@@ -134,8 +148,20 @@ elif [ "$rc" -ne 0 ]; then
   failed+=("release dry run")
 fi
 
+# The alerts and the dashboard of ops/, proved with promtool and a real
+# Prometheus (see scripts/prometheus.sh; about 50 s, apt-get installs
+# Debian's prometheus package when promtool is missing).
+echo "== ops: scripts/prometheus.sh ($((SECONDS - started))s elapsed)"
+t0=$SECONDS
+if ./scripts/prometheus.sh; then
+  echo "-- ops: ok in $((SECONDS - t0))s"
+else
+  echo "-- ops: FAILED in $((SECONDS - t0))s"
+  failed+=("ops (scripts/prometheus.sh)")
+fi
+
 if [ ${#failed[@]} -ne 0 ]; then
-  echo "FAILED: ${failed[*]}"
+  echo "FAILED in $((SECONDS - started))s: ${failed[*]}"
   exit 1
 fi
-echo "all modules passed"
+echo "all modules passed in $((SECONDS - started))s"

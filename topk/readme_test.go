@@ -40,13 +40,14 @@ func Example_readme() {
 }
 
 // TestREADMEShowsTheSnippet checks that the snippet between the markers
-// above stands in README.md, so the README shows code that compiles.
+// above stands in docs/observing.md, so the guide shows code that
+// compiles.
 func TestREADMEShowsTheSnippet(t *testing.T) {
 	src, err := os.ReadFile("readme_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/observing.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +62,6 @@ func TestREADMEShowsTheSnippet(t *testing.T) {
 		lines = append(lines, strings.TrimPrefix(l, "\t")) // the README's snippets are not indented
 	}
 	if snippet := strings.Join(lines, "\n"); !strings.Contains(string(readme), "```go\n"+snippet+"```\n") {
-		t.Errorf("README.md lacks the snippet:\n%s", snippet)
+		t.Errorf("docs/observing.md lacks the snippet:\n%s", snippet)
 	}
 }

@@ -15,7 +15,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +26,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
@@ -153,11 +156,15 @@ func run(out io.Writer) error {
 	fmt.Fprintln(out, `  POST /generate:         "tokens" 100/min, admitted at 10, then charged the tokens it used`)
 	fmt.Fprintln(out, "  Stacked, they act as one decision: a request the route's limit denies costs nothing app-wide.")
 	fmt.Fprintln(out)
-	const row = "%-2s %-6s %-15s %-6s %-44s %-21s %-11s %s\n"
-	fmt.Fprintf(out, row, "#", "client", "request", "status", "RateLimit-Policy", "RateLimit", "Retry-After", "note")
+	// Every line fits Width columns: the policies a route sends are shown
+	// once, above the first answer of a route, and a note that would pass the
+	// width goes on a line of its own.
+	const row = "%-2s %-6s %-15s %-6s %-5s %s"
+	fmt.Fprintf(out, row+"\n", "#", "client", "request", "status", "retry", "RateLimit  (note)")
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	var problem string
+	policies := map[string]bool{}
 	for i, st := range script {
 		if st.wait > 0 {
 			fmt.Fprintf(out, "   ... %v later: every per-second window has passed ...\n", st.wait)
@@ -184,12 +191,27 @@ func run(out io.Writer) error {
 			note += fmt.Sprintf(", used %d: %+d settled after", used, used-10)
 		}
 		if resp.StatusCode == http.StatusTooManyRequests && problem == "" {
-			problem = fmt.Sprintf("The body of 429 #%d (%s):\n  %s", i+1, resp.Header.Get("Content-Type"), body)
+			var indented bytes.Buffer
+			if json.Indent(&indented, body, "  ", "  ") != nil {
+				indented.Write(body)
+			}
+			problem = fmt.Sprintf("The body of 429 #%d (%s):\n  %s", i+1, resp.Header.Get("Content-Type"), indented.String())
 		}
-		line := fmt.Sprintf(row, fmt.Sprint(i+1), st.client, st.method+" "+st.path, fmt.Sprint(resp.StatusCode),
-			orDash(resp.Header.Get("RateLimit-Policy")), orDash(resp.Header.Get("RateLimit")),
-			orDash(resp.Header.Get("Retry-After")), note)
-		fmt.Fprintln(out, strings.TrimRight(line, " \n"))
+		request := st.method + " " + st.path
+		if p := resp.Header.Get("RateLimit-Policy"); p != "" && !policies[request] {
+			policies[request] = true
+			fmt.Fprintf(out, "   RateLimit-Policy: %s\n", p)
+		}
+		line := fmt.Sprintf(row, fmt.Sprint(i+1), st.client, request, fmt.Sprint(resp.StatusCode),
+			orDash(resp.Header.Get("Retry-After")), orDash(resp.Header.Get("RateLimit")))
+		switch {
+		case note == "":
+		case utf8.RuneCountInString(line)+2+len(note) <= Width:
+			line += "  " + note
+		default:
+			line += "\n" + strings.Repeat(" ", 40) + note
+		}
+		fmt.Fprintln(out, line)
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, problem)
@@ -205,6 +227,9 @@ func run(out io.Writer) error {
 	fmt.Fprintln(out, "\nserver shut down")
 	return nil
 }
+
+// Width is the most columns a line of the demo's output takes.
+const Width = 100
 
 func orDash(s string) string {
 	if s == "" {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestDemo runs the demo and checks the status of every request: they do
@@ -34,7 +35,12 @@ func TestDemo(t *testing.T) {
 	if g := strings.Join(got, " "); g != want {
 		t.Errorf("statuses:\n got %s\nwant %s\noutput:\n%s", g, want, text)
 	}
-	for _, s := range []string{`"violated-policies":["per-second"]`, "server shut down"} {
+	for _, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > Width {
+			t.Errorf("a line of %d columns, want at most %d:\n%s", n, Width, line)
+		}
+	}
+	for _, s := range []string{`"violated-policies": [`, "server shut down"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("output lacks %q:\n%s", s, text)
 		}

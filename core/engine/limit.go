@@ -60,6 +60,10 @@ type Limit struct {
 	// LeakyBucket, in µs: 1 unless Capacity × Period is above 2^47, then a
 	// power of ten up to 1s. PeriodTicks is Period in ticks.
 	Tick, PeriodTicks int64
+	// qTick and qRest are Quota ÷ Tick and Quota mod Tick: the refill per
+	// tick in whole units and the rest, which the refill since a coarse
+	// tick is computed with (shape.since), divided once here.
+	qTick, qRest int64
 	// Precision is the BucketedWindow bucket size in µs and Buckets the
 	// number of buckets per Period; 0 for the other algorithms.
 	Precision, Buckets int64
@@ -154,6 +158,7 @@ func Compile(s Spec) (Limit, error) {
 			}
 		}
 	}
+	l.qTick, l.qRest = l.Quota/l.Tick, l.Quota%l.Tick
 	l.Ident = l.ident()
 	return l, nil
 }

@@ -77,8 +77,10 @@ func (sh *shape) ticks(now int64) int64 {
 // passes 2^53.
 func (sh *shape) since(now int64) int64 {
 	r := now - sh.tt*sh.Tick
-	qh, ql := sh.Quota/sh.Tick, sh.Quota%sh.Tick
-	return r*qh + ceilDiv(r*ql, sh.Tick)
+	if sh.qRest == 0 {
+		return r * sh.qTick
+	}
+	return r*sh.qTick + ceilDiv(r*sh.qRest, sh.Tick)
 }
 
 // debtCap is the most usage a limit can carry: DebtFactor × capacity.

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,18 +96,25 @@ type expiring struct {
 // with hashed set, and found only by keys that are hashed too: a short key
 // equal to a digest is another key.
 type entry struct {
-	// What a decision on an existing key reads comes first, in the first
-	// 120 bytes, two cache lines (entries are 192 bytes, so aligned to
-	// 64): over many keys, each line it touches is a cache miss. Eviction
-	// reads states, expires and sizes.
+	// What a decision of one limit on an existing key reads comes first,
+	// in the first 56 bytes, one cache line (entries are 192 bytes, so
+	// aligned to 64): over many keys, each line it touches is a cache
+	// miss. A decision of several limits reads the second line too, and
+	// eviction reads states, expires and sizes.
 	plan    *engine.Plan
-	next    *entry         // the entry of another scope of the same key
-	states  []engine.State // its first n are the last operation's
-	n       int
-	slot    int32           // index in the shard's heap
-	hashed  bool            // the map key is the SHA-256 digest of a long key
-	one     [1]engine.State // storage for the common single-limit case
-	expires int64           // µs; after it every state equals a fresh one
+	expires int64 // µs; after it every state equals a fresh one
+	slot    int32 // index in the shard's heap
+	hashed  bool  // the map key is the SHA-256 digest of a long key
+	// solo is set when states is one[:] and n is 1: the key's only state
+	// is one[0], which a decision reads without reading states.
+	solo bool
+	// one is the storage for the common single-limit case: its Ident, A,
+	// B and C in the first line, its Log (which the algorithms without
+	// logs leave alone) in the second.
+	one    [1]engine.State
+	next   *entry         // the entry of another scope of the same key
+	states []engine.State // its first n are the last operation's
+	n      int
 
 	sizes   []size // sizes[i]: the numbers of the limit that last stepped states[i]
 	oneSize [1]size
@@ -271,8 +279,12 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 	case e == nil:
 		err = s.applyNew(sh, key, hashed, op, now, res)
 	case e.plan == op.Plan:
+		states := e.one[:]
+		if !e.solo {
+			states = e.states[:e.n]
+		}
 		var keep int64
-		keep, err = engine.Step(op, now, e.states[:e.n], res)
+		keep, err = engine.Step(op, now, states, res)
 		if err == nil {
 			e.settle(sh, now, keep)
 		}
@@ -284,15 +296,28 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 }
 
 // Take does what Apply does for a Take of cost units for key under plan at
-// the store's clock, and returns the Result in brief (see core.Store): a
-// core.Limiter of one limit calls it instead of Apply. For a plan of
+// the store's clock, and returns the Result in brief (see core.Store; a
+// core.Limiter of one limit calls TakeBrief, the same in registers). For a plan of
 // several limits the Brief holds the combined Result's numbers, without
 // those of each limit.
-func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (engine.Brief, error) {
+func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost int64) (b engine.Brief, err error) {
+	b.Allowed, b.Remaining, b.Reset, b.Wait, b.Window, b.Lease, b.At, err = s.TakeBrief(ctx, plan, key, cost)
+	return b, err
+}
+
+// TakeBrief is Take with the Brief's fields returned one by one, in
+// registers (see core.Store): a core.Limiter of one limit calls it.
+func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, wait, window, lease, at int64, err error) {
 	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
 	var res engine.Result
-	err := s.apply(&op, &res)
-	return engine.BriefOf(&res), err
+	err = s.apply(&op, &res)
+	// engine.BriefOf's fields, read from res: a Brief made here would be
+	// copied through memory, and the copy would stall on it.
+	wait = res.Retry
+	if res.Allowed {
+		wait = res.Delay
+	}
+	return res.Allowed, res.Remaining, res.Reset, wait, res.Window, res.Lease, res.At, err
 }
 
 // remove unlinks e from its key's chain and the heap. sh.mu is held.
@@ -319,13 +344,14 @@ func (sh *shard) remove(e *entry) {
 // before. sh.mu is held.
 func (e *entry) settle(sh *shard, now int64, keep int64) {
 	until := now + keep
+	all := e.solo || len(e.states) == e.n // no other layout's state
 	switch {
-	case len(e.states) == e.n && keep == 0:
+	case all && keep == 0:
 		sh.remove(e)
-	case len(e.states) == e.n && until < e.expires: // a refund, or a clock that stepped back
+	case all && until < e.expires: // a refund, or a clock that stepped back
 		e.expires = until
 		sh.lower(e)
-	case len(e.states) == e.n:
+	case all:
 		e.expires = until
 	default:
 		e.expires = max(e.expires, until)
@@ -390,6 +416,7 @@ func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64, res *engine.Resu
 	if aligned { // same layouts in the same places: another plan of equal limits
 		copy(e.states, scratch)
 		e.n, e.plan = n, op.Plan
+		e.solo = e.isSolo()
 		e.note(limits)
 		e.settle(sh, now, keep)
 		return nil
@@ -405,6 +432,7 @@ func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64, res *engine.Resu
 		}
 	}
 	e.states, e.sizes, e.n, e.plan = states, sizes, n, op.Plan
+	e.solo = e.isSolo()
 	e.note(limits)
 	e.settle(sh, now, keep)
 	return nil
@@ -437,9 +465,14 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now 
 	if len(sh.heap) >= s.perShard {
 		s.evict(sh, now)
 	}
-	e := &entry{scope: cloneString(op.Plan.Scope), expires: now + keep, plan: op.Plan, n: len(states), hashed: hashed}
+	// The scope is the plan's, configured once (not a request's bytes): it
+	// is shared, not copied, so that over many keys the keys' copies lie
+	// side by side in memory, and a lookup's compare of one reads a line
+	// of keys, not of keys and scopes.
+	e := &entry{scope: op.Plan.Scope, expires: now + keep, plan: op.Plan, n: len(states), hashed: hashed}
 	e.setLen(len(states))
 	copy(e.states, states)
+	e.solo = e.isSolo()
 	e.note(limits)
 	switch head, ok := sh.m[key]; {
 	case ok:
@@ -457,12 +490,10 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now 
 // cloneString returns a copy of s that does not share memory with the
 // caller's string (which may alias a reused request buffer, as fasthttp's
 // do).
-func cloneString(s string) string {
-	if s == "" {
-		return ""
-	}
-	return string(append([]byte(nil), s...))
-}
+func cloneString(s string) string { return strings.Clone(s) }
+
+// isSolo reports whether e's only state is one[0] (see solo).
+func (e *entry) isSolo() bool { return e.n == 1 && len(e.states) == 1 && &e.states[0] == &e.one[0] }
 
 func (e *entry) setLen(n int) {
 	if n == 1 {

@@ -612,3 +612,23 @@ func TestTakeIsApplyInBrief(t *testing.T) {
 		}
 	}
 }
+
+// A decision of one limit on an existing key reads one cache line of its
+// entry: the plan, expiry, flags and the state's registers lie in the
+// entry's first 64 bytes, and entries are 192 bytes (a size class whose
+// objects are 64-byte aligned).
+func TestEntryHotFieldsShareALine(t *testing.T) {
+	var e entry
+	st := unsafe.Offsetof(e.one) // one[0]
+	if end := st + unsafe.Offsetof(e.one[0].C) + unsafe.Sizeof(e.one[0].C); end > 64 {
+		t.Errorf("one[0].C ends at byte %d of an entry, past its first cache line", end)
+	}
+	for name, off := range map[string]uintptr{"plan": unsafe.Offsetof(e.plan), "expires": unsafe.Offsetof(e.expires), "hashed": unsafe.Offsetof(e.hashed), "solo": unsafe.Offsetof(e.solo)} {
+		if off >= 64 {
+			t.Errorf("entry.%s is at byte %d, past the first cache line", name, off)
+		}
+	}
+	if size := unsafe.Sizeof(e); size != 192 {
+		t.Errorf("an entry is %d bytes, want 192 (a size class of 64-byte aligned objects)", size)
+	}
+}

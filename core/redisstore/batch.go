@@ -275,7 +275,18 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		cmds[i] = pipe.EvalSha(ctx, c.script.sha, c.keys, c.args...)
 		c.once.cmd.Store(cmds[i])
 	}
-	wait := s.waitFor(pipe, ctx, calls)
+	// A node whose replicas have acknowledged no WAIT for waitGrace is
+	// sent none for a while (see WithWait): its operations are decided,
+	// and counted as unreplicated.
+	var nw *nodeWait
+	if s.waitN > 0 {
+		nw = s.nodeWait(addr)
+	}
+	degraded := nw != nil && nw.paused()
+	var wait *redis.Cmd
+	if !degraded {
+		wait = s.waitFor(pipe, ctx, calls)
+	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var reload, redirect []int
 	for i, cmd := range cmds {
@@ -293,7 +304,9 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 			cmds[i] = pipe.Eval(ctx, calls[i].script.src, calls[i].keys, calls[i].args...)
 			calls[i].once.cmd.Store(cmds[i])
 		}
-		if w := s.waitFor(pipe, ctx, calls); w != nil { // the EVALs come after the first WAIT
+		if degraded {
+			// no WAIT: see above
+		} else if w := s.waitFor(pipe, ctx, calls); w != nil { // the EVALs come after the first WAIT
 			wait = w
 		}
 		_, _ = pipe.Exec(ctx)
@@ -326,16 +339,30 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		s.lanes.cluster.ReloadState(ctx)
 		s.event(context.Background(), core.EventTopologyReload, "", 1, nil)
 	}
+	lenient := degraded
+	if wait != nil {
+		lenient = nw.waited(s.acknowledged(wait))
+	}
 	res := make([]result, len(calls))
 	var failed bool
+	var unreplicated int64
 	for i, c := range calls {
 		v, err := cmds[i].Result()
 		s.clock.observe(v)
-		if err == nil && wait != nil && c.op.Kind != engine.Peek && !s.replicated(wait, redirect, i) {
-			err = ErrNotReplicated
+		if err == nil && c.op.Kind != engine.Peek && (degraded || wait != nil && !s.replicated(wait, redirect, i)) {
+			if lenient {
+				unreplicated++ // decided all the same: see WithWait
+			} else {
+				err = ErrNotReplicated
+			}
 		}
 		failed = failed || transport(err)
 		res[i] = result{v, err}
+	}
+	if unreplicated > 0 {
+		s.unreplicated.Add(unreplicated)
+		s.eventMsg(context.Background(), core.EventStoreFailure, addr, unreplicated, ErrNotReplicated,
+			"redisstore: changes decided without enough replicas' acknowledgement (WithWait): a failover now may lose them")
 	}
 	if failed && !(own && expired(ctx)) {
 		s.lanes.failed(client)
@@ -385,6 +412,59 @@ func (s *Store) waitFor(pipe redis.Pipeliner, ctx context.Context, calls []*call
 		}
 	}
 	return nil
+}
+
+// With WithWait, a node whose replicas acknowledge no WAIT in time fails
+// the unacknowledged operations for waitGrace (a replica lagging, a
+// failover under way: the strict guarantee holds); past it (a master
+// whose only replica is gone, a promoted replica with none of its own),
+// its operations are decided and reported, and it is sent no WAIT for
+// waitPause at a time, lest each pipeline wait the whole timeout for
+// replicas that are not there. A WAIT acknowledged ends it.
+const (
+	waitGrace = time.Second
+	waitPause = time.Second
+)
+
+// A nodeWait is a node's record of its replicas' acknowledgements.
+type nodeWait struct {
+	since atomic.Int64 // Unix ns of the first unacknowledged WAIT of a run; 0: none
+	pause atomic.Int64 // Unix ns until which the node is sent no WAIT
+}
+
+// nodeWait returns the record of the node at addr.
+func (s *Store) nodeWait(addr string) *nodeWait {
+	if v, ok := s.waitOff.Load(addr); ok {
+		return v.(*nodeWait)
+	}
+	v, _ := s.waitOff.LoadOrStore(addr, new(nodeWait))
+	return v.(*nodeWait)
+}
+
+// paused reports whether the node is sent no WAIT now.
+func (w *nodeWait) paused() bool { return time.Now().UnixNano() < w.pause.Load() }
+
+// waited records a WAIT's outcome, and reports whether the operations it
+// did not acknowledge are decided all the same (the run of unacknowledged
+// WAITs has lasted waitGrace) rather than failed.
+func (w *nodeWait) waited(ok bool) bool {
+	if ok {
+		w.since.Store(0)
+		return true
+	}
+	now := time.Now().UnixNano()
+	w.since.CompareAndSwap(0, now)
+	if now-w.since.Load() < int64(waitGrace) {
+		return false
+	}
+	w.pause.Store(now + int64(waitPause))
+	return true
+}
+
+// acknowledged reports whether WAIT's reply w counts enough replicas.
+func (s *Store) acknowledged(w *redis.Cmd) bool {
+	n, err := w.Int64()
+	return err == nil && n >= int64(s.waitN)
 }
 
 // replicated reports whether WAIT's reply w acknowledges the operation of

@@ -15,6 +15,15 @@
 // only after three timeouts, not at the first refusal). The store never
 // lets go-redis resend a state-changing command anyway (see Resends).
 //
+// New warms the client up (WithWarmup): it dials connections to each node
+// and loads the script there, waiting at most a second and never failing
+// on a Redis that is down, so that the first decisions on a healthy Redis
+// neither wait for a dial nor send the script's text inside their
+// deadlines. To quiet go-redis's own log lines (a line per failed dial
+// while Redis is down), call once at startup:
+//
+//	redis.SetLogger(redisstore.GoRedisLogger(slog.Default()))
+//
 // # Model
 //
 // Every Apply is one Lua script, run with EVALSHA and with EVAL when the

@@ -22,8 +22,10 @@ var (
 	ErrExpired = fmt.Errorf("redisstore: operation refused past its deadline: %w", context.DeadlineExceeded)
 	// ErrNotReplicated reports, with WithWait, an operation that ran on the
 	// master but was not acknowledged by enough replicas in time: a
-	// failover could lose it. The Limiter treats it as a failure; the
-	// master keeps the change.
+	// failover could lose it. For the first second of a node's replicas'
+	// silence the call fails with it (the master keeps the change); past
+	// it, the operation is decided and ErrNotReplicated is the Err of the
+	// EventStoreFailure that reports it (see WithWait).
 	ErrNotReplicated = errors.New("redisstore: operation not acknowledged by enough replicas")
 	// ErrResent reports a state-changing operation that go-redis was about
 	// to send a second time, after the first send failed in a way that

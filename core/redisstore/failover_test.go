@@ -22,7 +22,7 @@ import (
 
 // Failover, for real: a Redis Cluster with a replica per master, and a
 // Sentinel setup, each started by the test on loopback; a master killed
-// under load. See the README's "Redis in production" for the settings
+// under load. See docs/redis.md, "Redis in production", for the settings
 // these tests use and what they show.
 
 // clusterNodeTimeout is the tests' cluster-node-timeout: how long a master
@@ -75,7 +75,7 @@ type testCluster struct {
 }
 
 // startCluster starts a cluster of masters masters and as many replicas,
-// with the settings the README recommends (cluster-require-full-coverage
+// with the settings docs/redis.md recommends (cluster-require-full-coverage
 // no: the healthy masters keep serving while a failed one's slots move),
 // and waits until it is whole and every replica in sync.
 func startCluster(t testing.TB, masters int) *testCluster {
@@ -212,7 +212,7 @@ func newFailoverLoad(s *Store, lim *core.Limiter, keys int, quota int64) *failov
 	for i := range keys {
 		k := "k" + strconv.Itoa(i)
 		fl.keys = append(fl.keys, k)
-		fl.part[k] = s.Part(lim.Name(), k)
+		fl.part[k] = s.Part(lim.Scope(), k)
 	}
 	return fl
 }
@@ -543,7 +543,7 @@ func TestReplicationLoss(t *testing.T) {
 		lost bool // admissions beyond the quota are expected
 	}{
 		{"asynchronous replication (the default) loses the lag", nil, true},
-		{"WithWait(1, 20ms) loses nothing", []Option{WithWait(1, 20*time.Millisecond)}, false},
+		{"WithWait(1, 20ms) loses nothing, and decides without a replica", []Option{WithWait(1, 20*time.Millisecond)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tcl := startCluster(t, 3)
@@ -564,6 +564,15 @@ func TestReplicationLoss(t *testing.T) {
 				}
 			}
 			replica := tcl.replicaOf(victim)
+			// Keys of the victim's slots that the load never uses: after
+			// the promotion each must be admitted, so that "nothing lost"
+			// cannot be "nothing admitted".
+			var fresh []string
+			for i := 0; len(fresh) < 20; i++ {
+				if k := "fresh" + strconv.Itoa(i); s.Part(lim.Scope(), k) == victim {
+					fresh = append(fresh, k)
+				}
+			}
 			stop := make(chan struct{})
 			wg := fl.run(lim, 16, stop)
 			time.Sleep(300 * time.Millisecond)
@@ -593,11 +602,32 @@ func TestReplicationLoss(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+			promotedAt := time.Now()
 			time.Sleep(2 * time.Second)
 			close(stop)
 			wg.Wait()
+			// The promoted replica has no replica of its own: with WithWait,
+			// its keys are decided all the same, and reported.
+			admittedFresh := 0
+			for _, k := range fresh {
+				d, err := lim.Allow(context.Background(), k)
+				if err == nil && d.Allowed && d.Source == core.FromStore {
+					admittedFresh++
+				} else {
+					t.Logf("fresh key %s after the promotion: allowed %v from %v, %v", k, d.Allowed, d.Source, err)
+				}
+			}
+			if admittedFresh != len(fresh) {
+				t.Errorf("%d of %d fresh keys of the failed master admitted 2s after its replica's promotion, want all", admittedFresh, len(fresh))
+			}
+			if n := s.unreplicated.Load(); tc.opts != nil && n == 0 {
+				t.Error("no operation was reported unreplicated, though the promoted replica has no replica")
+			}
 			fl.mu.Lock()
 			defer fl.mu.Unlock()
+			if fl.firstOK(victim, promotedAt).IsZero() {
+				t.Errorf("the load's keys of the failed master were not decided by the store in the 2s after the promotion (errors: %v)", fl.errSample[victim])
+			}
 			over, total := fl.overAdmitted()
 			t.Logf("%d keys of quota %d: %d admissions (%d before the kill), %d beyond the quota", len(fl.keys), fl.quota, total, lagged, over)
 			switch {
@@ -658,7 +688,7 @@ func TestClusterResharding(t *testing.T) {
 	defer fl.mu.Unlock()
 	moved := 0
 	for _, k := range fl.keys {
-		if fl.part[k] == from && s.Part(lim.Name(), k) == to {
+		if fl.part[k] == from && s.Part(lim.Scope(), k) == to {
 			moved++
 		}
 	}

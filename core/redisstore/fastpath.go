@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"text/template"
 
 	"github.com/tollgate/tollgate/core/engine"
@@ -15,6 +16,9 @@ import (
 // runs it by.
 type script struct {
 	src, sha string
+	// A specialized script: loaded on the store's nodes (SCRIPT LOAD), and
+	// a load running (see useScript).
+	loaded, loading atomic.Bool
 }
 
 func newScript(src string) *script {

@@ -125,8 +125,8 @@ func TestInlineLostReplyIsUndone(t *testing.T) {
 					t.Fatalf("Allow = %+v, %v; want allowed", d, err)
 				}
 			}
-			if tc.opts == nil && receiptsIn(t, direct, s, lim.Name(), "k") != 1 {
-				t.Fatalf("the key holds %d receipts after calls sent inline, want 1 (the last one's)", receiptsIn(t, direct, s, lim.Name(), "k"))
+			if tc.opts == nil && receiptsIn(t, direct, s, lim.Scope(), "k") != 1 {
+				t.Fatalf("the key holds %d receipts after calls sent inline, want 1 (the last one's)", receiptsIn(t, direct, s, lim.Scope(), "k"))
 			}
 			proxy.set(3 * core.DefaultTimeout)
 			if d, err := lim.Allow(ctx, "k"); err == nil {
@@ -182,7 +182,7 @@ func TestInlineReceiptsAreBounded(t *testing.T) {
 		if n, want := sends.n.Load(), int64(1+i/16); n != want {
 			t.Errorf("store %d: Allow took %d round trips, want %d", i, n, want)
 		}
-		if n, want := receiptsIn(t, c, s, lim.Name(), "shared"), min(i+1, 16); n != want {
+		if n, want := receiptsIn(t, c, s, lim.Scope(), "shared"), min(i+1, 16); n != want {
 			t.Errorf("after %d lanes' calls the key holds %d receipts, want %d", i+1, n, want)
 		}
 	}
@@ -237,14 +237,14 @@ func TestInlineReceiptKeepsItsKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ttl, err := c.PTTL(ctx, s.stateKey(lim.Name(), "k")).Result()
+	ttl, err := c.PTTL(ctx, s.stateKey(lim.Scope(), "k")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if most := core.DefaultTimeout + receiptLife; ttl < receiptLife-50*time.Millisecond || ttl > most {
 		t.Errorf("PTTL = %v, want about %v (the deadline and the receipt's life), at most %v", ttl, most, most)
 	}
-	if n := receiptsIn(t, c, s, lim.Name(), "k"); n != 1 {
+	if n := receiptsIn(t, c, s, lim.Scope(), "k"); n != 1 {
 		t.Errorf("the key holds %d receipts, want 1", n)
 	}
 }

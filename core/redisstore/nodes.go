@@ -81,7 +81,7 @@ func newLanes(s *Store, client Client, size, workers int) *lanes {
 func (ls *lanes) newLane(addr string, client Client, size, workers int) *lane {
 	l := &lane{addr: addr, client: client, honours: honoursDeadlines(client), id: 1 + rand.Int64N(1<<52-1)}
 	if h, ok := client.(hookable); ok && client != Client(ls.cluster) {
-		h.AddHook(dialWatch{weak.Make(ls.s), addr})
+		h.AddHook(dialWatch{weak.Make(ls.s), addr, retriesDials(client)})
 	}
 	if workers > 0 {
 		l.batch = newBatcher(ls.s, client, addr, size, workers)
@@ -199,8 +199,11 @@ func (ls *lanes) close() {
 // replicas (NOREPLICAS), a server busy with another script (BUSY), or a
 // script it does not have (NOSCRIPT).
 func notRun(err error) bool {
+	if err == nil {
+		return false // before rerr, which escapes to errors.As: no allocation per reply
+	}
 	var rerr redis.Error
-	if err == nil || !errors.As(err, &rerr) {
+	if !errors.As(err, &rerr) {
 		return false
 	}
 	msg := rerr.Error()
@@ -219,6 +222,9 @@ var notRunPrefixes = [...]string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "L
 // reply that is an error): such failures on a Cluster's node start
 // topology reloads.
 func transport(err error) bool {
+	if err == nil {
+		return false // before rerr, which escapes to errors.As: no allocation per reply
+	}
 	var rerr redis.Error
-	return err != nil && !errors.As(err, &rerr) && !errors.Is(err, context.Canceled)
+	return !errors.As(err, &rerr) && !errors.Is(err, context.Canceled)
 }

@@ -61,6 +61,11 @@ func (s *Store) event(ctx context.Context, kind core.EventKind, addr string, cou
 
 // eventMsg is event, logged with msg when not "".
 func (s *Store) eventMsg(ctx context.Context, kind core.EventKind, addr string, count int64, err error, msg string) {
+	s.eventAt(ctx, kind, addr, count, err, msg, -1)
+}
+
+// eventAt is eventMsg, logged at level when it is not -1 (the kind's).
+func (s *Store) eventAt(ctx context.Context, kind core.EventKind, addr string, count int64, err error, msg string, at slog.Level) {
 	if s.obs != nil {
 		e := core.Event{Kind: kind, Store: storeName, Part: addr, Count: count, Err: err}
 		s.obs.ObserveEvent(ctx, &e)
@@ -84,6 +89,9 @@ func (s *Store) eventMsg(ctx context.Context, kind core.EventKind, addr string, 
 	if msg == "" {
 		msg = defaultMsg
 	}
+	if at != -1 {
+		level = at
+	}
 	if !s.log.Enabled(ctx, level) {
 		return
 	}
@@ -97,6 +105,21 @@ func (s *Store) eventMsg(ctx context.Context, kind core.EventKind, addr string, 
 		attrs = append(attrs, slog.String("error", cause))
 	}
 	s.log.Log(ctx, kind.String()+" "+addr+" "+cause, count, level, msg, attrs...)
+}
+
+// dialFailed reports a dial to addr that failed with err: to the
+// observers always, and to the log as a warning when w's client retries
+// its dials (go-redis's default), so that callers see only their deadline
+// and this line is where the real cause shows. A client that dials once
+// (DialerRetries: 1, as the package doc recommends) hands the refusal to
+// the caller, whose Limiter logs it: the store's line of the same failure
+// would only double the outage's log, and is at debug level.
+func (s *Store) dialFailed(w dialWatch, err error) {
+	level := slog.LevelDebug
+	if w.retries {
+		level = slog.LevelWarn
+	}
+	s.eventAt(context.Background(), core.EventStoreFailure, w.addr, 1, err, "redisstore: could not connect to Redis", level)
 }
 
 // isContextErr reports whether err is a context's end: a deadline or a
@@ -118,8 +141,18 @@ type hookable interface{ AddHook(redis.Hook) }
 // leaving behind only this small value in the client's hooks (a store
 // collected unclosed has no one left to report to).
 type dialWatch struct {
-	s    weak.Pointer[Store]
-	addr string // the lane's
+	s       weak.Pointer[Store]
+	addr    string // the lane's
+	retries bool   // the client dials more than once per connection (see dialFailed)
+}
+
+// retriesDials reports whether c dials more than once before it fails a
+// connection: go-redis's default, DialerRetries 5.
+func retriesDials(c Client) bool {
+	if rc, ok := c.(*redis.Client); ok {
+		return rc.Options().DialerRetries > 1
+	}
+	return true
 }
 
 func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
@@ -129,7 +162,7 @@ func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 			return conn, err
 		}
 		if s := w.s.Value(); s != nil && !s.closed.Load() {
-			s.eventMsg(context.Background(), core.EventStoreFailure, w.addr, 1, err, "redisstore: could not connect to Redis")
+			s.dialFailed(w, err)
 		}
 		return conn, err
 	}

@@ -64,6 +64,10 @@ type Store struct {
 	// and sent again through the cluster client after a node refused them
 	// unrun (nodes.go).
 	undone, undoFailed, redirected atomic.Int64
+	// State-changing operations decided without the replicas' WAIT
+	// acknowledgement (WithWait).
+	unreplicated atomic.Int64
+	waitOff      sync.Map // node address → *nodeWait (batch.go)
 
 	obs core.Observer   // nil: none (observe.go)
 	log *ratelog.Logger // never nil
@@ -108,6 +112,8 @@ type config struct {
 	batch, batchSize int
 	waitN            int
 	waitFor          time.Duration
+	warmConns        int
+	warmFor          time.Duration
 }
 
 // WithPrefix sets the prefix of every key the store writes. It must not
@@ -135,23 +141,38 @@ func WithMargin(d time.Duration) Option { return func(c *config) { c.margin = d 
 // is then never let send a state-changing operation twice (ErrResent).
 func WithOpTTL(d time.Duration) Option { return func(c *config) { c.opTTL = d } }
 
-// WithWait makes every state-changing operation durable against a
-// failover: each pipeline of operations ends with WAIT replicas timeout (on
-// the same connection, so in the same round trip), and an operation is
-// answered only once replicas replicas have acknowledged it. If fewer did
-// within timeout, its call fails with ErrNotReplicated, and the Limiter's
-// failure policy answers; the master keeps the change, so a failure errs
-// on the side of the limit (a decision answered as failed may still count,
-// never the reverse). An operation that a Cluster redirected to another
-// node on the way (a slot moving) fails the same way, since WAIT covers
-// only the connection it was sent on.
+// WithWait makes state-changing operations durable against a failover
+// while the replicas keep up: each pipeline of operations ends with WAIT
+// replicas timeout (on the same connection, so in the same round trip),
+// and its operations are answered once replicas replicas have
+// acknowledged them, or after timeout.
+//
+// When fewer did, the store tells a replica that lags from one that is
+// gone by how long it lasts. For a second (a replica behind, a failover
+// under way) the operations they did not acknowledge fail with
+// ErrNotReplicated, and the Limiter's failure policy answers; the master
+// keeps the change, so a failure errs on the side of the limit (a
+// decision answered as failed may still count, never the reverse). Past
+// that second (a master whose only replica died, a replica promoted in a
+// failover with none of its own), failing them would turn the loss of a
+// replica into an outage of every key on that master: they are decided
+// all the same, and reported, each pipeline's as an EventStoreFailure
+// whose Err wraps ErrNotReplicated and whose Count is their number
+// (observers: tollgate_store_failures_total) and a warning, at most a
+// line a second, that a failover now may lose them. The node is then sent
+// no WAIT for a second at a time, lest each pipeline wait the whole
+// timeout for replicas that are not there; a WAIT they acknowledge ends
+// it. An operation that a Cluster redirected to another node on the way
+// (a slot moving) counts as not acknowledged, since WAIT covers only the
+// connection it was sent on. Keep timeout well below the Limiter's
+// (core.WithTimeout).
 //
 // Without it, replication is asynchronous: a master that dies takes with
 // it the changes it acknowledged but had not yet sent to its replicas, and
 // the replica promoted in its place admits them again (see the package
 // doc). The price is a replica's acknowledgement per pipeline: see
-// BENCHMARKS.md. timeout should be well below the Limiter's timeout.
-// replicas ≥ 1 and timeout > 0, or replicas = 0 (the default) for none.
+// BENCHMARKS.md. replicas ≥ 1 and timeout > 0, or replicas = 0 (the
+// default) for none.
 func WithWait(replicas int, timeout time.Duration) Option {
 	return func(c *config) { c.waitN, c.waitFor = replicas, timeout }
 }
@@ -174,15 +195,17 @@ func WithBatching(size, workers int) Option {
 	return func(c *config) { c.batchSize, c.batch = size, workers }
 }
 
-// New returns a store that keeps its state in client's Redis. It does no I/O:
-// the script is loaded on first use (and again whenever Redis has lost it).
-// Close stops the batching workers, if any; it does not close client.
+// New returns a store that keeps its state in client's Redis. It warms the
+// client up (WithWarmup): dials connections and loads the script, waiting
+// at most a second, and returns the store whether Redis answered or not;
+// scripts are loaded again whenever Redis has lost them. Close stops the
+// batching workers, if any; it does not close client.
 func New(client Client, opts ...Option) (*Store, error) {
 	if isNil(client) {
 		return nil, fmt.Errorf("%w: nil client", ErrConfig)
 	}
 	c := config{prefix: DefaultPrefix, margin: DefaultMargin, maxKeyLen: DefaultMaxKeyLen,
-		batchSize: DefaultBatchSize, batch: DefaultBatchWorkers}
+		batchSize: DefaultBatchSize, batch: DefaultBatchWorkers, warmConns: DefaultWarmupConns, warmFor: DefaultWarmupTimeout}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -205,6 +228,8 @@ func New(client Client, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: WithBatching(%d, %d): negative", ErrConfig, c.batchSize, c.batch)
 	case c.batch > 0 && c.batchSize < 1:
 		return nil, fmt.Errorf("%w: batch size %d", ErrConfig, c.batchSize)
+	case c.warmConns < 0 || c.warmFor < 0 || (c.warmConns > 0) != (c.warmFor > 0):
+		return nil, fmt.Errorf("%w: WithWarmup(%d, %v): want both positive, or both 0", ErrConfig, c.warmConns, c.warmFor)
 	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:]) // never fails (crypto/rand panics instead)
@@ -223,6 +248,9 @@ func New(client Client, opts ...Option) (*Store, error) {
 		log:        ratelog.New(c.logger),
 	}
 	s.lanes = newLanes(s, client, c.batchSize, c.batch)
+	if c.warmConns > 0 {
+		warm(client, c.warmConns, c.warmFor)
+	}
 	return s, nil
 }
 
@@ -280,7 +308,14 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 // stamp sets them for the context the call is sent under. ARGV[6] and
 // ARGV[7] (args[5], args[6]), the receipt's lane and number, are 0: inline
 // sets them for a call its caller sends itself.
+//
+// It is for tests, and takes a specialized script as loaded, as calls
+// find it once it is (see useScript): run loads it should the server lack
+// it.
 func (s *Store) command(op *engine.Op) (sc *script, keys []string, args []any) {
+	if pp := s.prepare(op.Plan); pp.script != generic {
+		pp.script.loaded.Store(true)
+	}
 	c := s.newCall(op)
 	return c.script, c.keys, c.args
 }
@@ -313,8 +348,8 @@ func (s *Store) newCall(op *engine.Op) *call {
 		args[1] = &c.once
 	}
 	pp := s.prepare(op.Plan)
-	c.script, c.leased = pp.script, pp.leased
-	if pp.script == generic {
+	c.script, c.leased = s.useScript(pp), pp.leased
+	if c.script == generic {
 		args[7] = pp.params
 		args = args[:8]
 	} else {

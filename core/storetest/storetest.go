@@ -27,6 +27,14 @@ type Options struct {
 	// Goroutines and Attempts size the no-over-admission test.
 	// Defaults: 50 goroutines × 1000 attempts.
 	Goroutines, Attempts int
+	// Leased says the store decides Takes from allowances reserved on
+	// another store (package lease), whose Results report the shared
+	// state at the last reservation: the traces then hold it to never
+	// admitting what engine.Step, fed the operations the store carried
+	// out, would deny, instead of to identical Results; and they refund
+	// no more than was charged (a Refund beyond a key's usage would give
+	// back units an allowance holds). Default: false.
+	Leased bool
 }
 
 // Epoch is the fake clock's start: 2026-01-01T00:00:00Z plus 0.123456 s, so
@@ -60,6 +68,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 				rng := rand.New(rand.NewPCG(uint64(alg)+1, 7))
 				for i := 0; i < 4; i++ {
 					tr := newTrace(rng, []core.Limit{randomLimit(rng, alg)}, 120)
+					tr.leased = o.Leased
 					tr.check(t, st, fmt.Sprintf("%s-%d", alg, i))
 				}
 			})
@@ -75,6 +84,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 				ls[j] = randomLimit(rng, core.Algorithm(rng.IntN(len(core.Algorithms()))))
 			}
 			tr := newTrace(rng, ls, 80)
+			tr.leased = o.Leased
 			tr.check(t, st, fmt.Sprintf("trace-%d", i))
 		}
 	})
@@ -137,6 +147,7 @@ type trace struct {
 	limits []core.Limit
 	plan   *engine.Plan
 	steps  []step
+	leased bool // see Options.Leased
 }
 
 func newTrace(rng *rand.Rand, limits []core.Limit, n int) trace {
@@ -222,6 +233,10 @@ func (tr trace) check(t *testing.T, st core.Store, name string) {
 			states = make([]engine.State, len(tr.limits))
 			ref[s.key] = states
 		}
+		if tr.leased {
+			tr.checkLeased(t, st, name, i, op, states)
+			continue
+		}
 		var want engine.Result
 		_, werr := engine.Step(&op, op.Now, states, &want)
 		got, gerr := st.Apply(ctx, op)
@@ -237,6 +252,44 @@ func (tr trace) check(t *testing.T, st core.Store, name string) {
 		if werr == nil && s.cost > 0 && (s.kind == engine.Take && want.Allowed || s.kind == engine.Charge) {
 			receipts[s.key] = append(receipts[s.key], engine.ReceiptOf(&want, s.cost))
 		}
+	}
+}
+
+// checkLeased applies step i (op) of the trace to a leased store and to
+// the reference states: a Take the store admits must be one Step admits;
+// a Take it denies is not applied to the reference (it charged nothing);
+// other operations apply to both. A Refund gives back at most what the
+// reference holds, as a refund of admitted requests would.
+func (tr trace) checkLeased(t *testing.T, st core.Store, name string, i int, op engine.Op, states []engine.State) {
+	t.Helper()
+	if op.Kind == engine.Refund {
+		var peek engine.Result
+		p := op
+		p.Kind, p.Cost = engine.Peek, 0
+		snapshot := append([]engine.State(nil), states...)
+		engine.Step(&p, op.Now, snapshot, &peek)
+		used := int64(math.MaxInt64) // the least usage over the limits
+		for j, l := range tr.plan.Limits {
+			r := peek.Remaining
+			if len(peek.Limits) > 0 {
+				r = peek.Limits[j].Remaining
+			}
+			used = min(used, l.Capacity-r)
+		}
+		op.Cost = min(op.Cost, max(used, 0))
+	}
+	got, gerr := st.Apply(context.Background(), op)
+	var want engine.Result
+	ref := op
+	if op.Kind == engine.Take && (gerr != nil || !got.Allowed) {
+		ref.Kind = engine.Peek // the store charged nothing
+	}
+	_, werr := engine.Step(&ref, op.Now, states, &want)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("%s step %d: %s(%q, cost %d): err = %v, want %v (limits %v)", name, i, op.Kind, op.Key, op.Cost, gerr, werr, tr.limits)
+	}
+	if op.Kind == engine.Take && got.Allowed && !want.Allowed {
+		t.Fatalf("%s step %d: Take(%q, cost %d) at +%v admitted; engine.Step denies it (limits %v)\n%s", name, i, op.Key, op.Cost, time.UnixMicro(op.Now).Sub(Epoch), tr.limits, tr.history(i))
 	}
 }
 

@@ -6,9 +6,19 @@
 //	go run ./grpc                           # serves on 127.0.0.1:50051 (-addr, or env ADDR)
 //	go run ./grpc -call 127.0.0.1:50051     # in another terminal: the client
 //
-// The service, demo.v1.Greeter, is described by hand (grpcService below)
-// so that the example needs no protoc: generated code does the same for
-// your services, and the interceptors are set up the same way.
+// The service, demo.v1.Greeter, is proto/greeter.proto, described by hand
+// (grpcService in service.go, protoFile in descriptor.go) so that the
+// example needs no protoc: generated code does the same for your
+// services, and the interceptors are set up the same way. The server
+// serves reflection, so grpcurl needs no file:
+//
+//	grpcurl -plaintext 127.0.0.1:50051 describe demo.v1.Greeter
+//	grpcurl -plaintext -d '"world"' 127.0.0.1:50051 demo.v1.Greeter/Greet
+//
+// A denial is ResourceExhausted with two details, google.rpc.RetryInfo
+// (when to retry) and google.rpc.QuotaFailure (which policies were
+// violated): callServer shows how a Go client decodes them
+// (answer.retryDelay and answer.violations in service.go).
 package main
 
 import (
@@ -71,6 +81,12 @@ func newServer() (*grpc.Server, func(), error) {
 		grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(lim)),
 	)
 	srv.RegisterService(&grpcService, greeter{})
+	// Reflection, so that grpcurl works without the .proto
+	// (proto/greeter.proto, for clients that want one).
+	if err := registerReflection(srv); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
 	return srv, func() { store.Close() }, nil
 }
 
@@ -140,7 +156,8 @@ func callServer(addr string) error {
 		a := c.greet(context.Background(), "world")
 		fmt.Printf("%2d %s  ratelimit: %s\n", i, a.status.Code(), strings.Join(a.header.Get("ratelimit"), ""))
 		if a.err != nil {
-			fmt.Printf("   %s; retry-after: %s; RetryInfo: %v\n", a.status.Message(), strings.Join(a.header.Get("retry-after"), ""), a.retryDelay())
+			fmt.Printf("   %s; retry-after: %s\n", a.status.Message(), strings.Join(a.header.Get("retry-after"), ""))
+			fmt.Printf("   RetryInfo: retry in %v; QuotaFailure: %s\n", a.retryDelay(), strings.Join(a.violations(), "; "))
 			return nil
 		}
 	}

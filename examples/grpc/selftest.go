@@ -68,6 +68,9 @@ func check(ctx context.Context, c client) error {
 	if a.retryDelay() <= 0 || len(a.header.Get("retry-after")) != 1 {
 		return fmt.Errorf("the 5th Search: RetryInfo %v, retry-after %q; want both", a.retryDelay(), a.header.Get("retry-after"))
 	}
+	if v := a.violations(); !slices.Equal(v, []string{"search: quota exceeded"}) {
+		return fmt.Errorf("the 5th Search: QuotaFailure violations %q, want [search: quota exceeded]", v)
+	}
 
 	// A stream is one decision, however many messages it carries.
 	a = c.count(ctx, 3)

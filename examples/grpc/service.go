@@ -79,7 +79,8 @@ type answer struct {
 }
 
 // retryDelay returns the delay of the status's google.rpc.RetryInfo
-// detail, or 0 when it has none.
+// detail, or 0 when it has none. status.Details decodes each detail into
+// its Go type, registered by the package that defines it (errdetails).
 func (a answer) retryDelay() time.Duration {
 	for _, d := range a.status.Details() {
 		if ri, ok := d.(*errdetails.RetryInfo); ok {
@@ -87,6 +88,22 @@ func (a answer) retryDelay() time.Duration {
 		}
 	}
 	return 0
+}
+
+// violations returns the status's google.rpc.QuotaFailure violations, one
+// per violated policy: its QuotaId (the policy's name, as the ratelimit
+// metadata names it) and its Description ("quota exceeded", or why the
+// cost can never pass).
+func (a answer) violations() []string {
+	var out []string
+	for _, d := range a.status.Details() {
+		if qf, ok := d.(*errdetails.QuotaFailure); ok {
+			for _, v := range qf.GetViolations() {
+				out = append(out, v.GetQuotaId()+": "+v.GetDescription())
+			}
+		}
+	}
+	return out
 }
 
 func (c client) unary(ctx context.Context, method, arg string) answer {

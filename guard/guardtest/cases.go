@@ -84,15 +84,18 @@ func single() []Case {
 			},
 		},
 		{
-			Name:    "a key from a header counts per value, and a request without it or with a huge one is a 400 that says what is wrong",
-			Limits:  []core.Limit{fixed(1, minute, "per-key")},
-			Options: opts(guard.WithKey(keyfuncs.Header("X-Api-Key"))),
+			Name:   "a key from a header counts per value, and a request without it or with a huge one is a 400 that says what is wrong",
+			Limits: []core.Limit{fixed(1, minute, "per-key")},
+			// Configured as "X-API-Key": the 400 names it so, not in its
+			// canonical form "X-Api-Key", and any case of it in a request
+			// counts.
+			Options: opts(guard.WithKey(keyfuncs.Header("X-API-Key"))),
 			Steps: []Step{
 				{Header: map[string]string{"X-Api-Key": "a"}, Status: 200, Body: "ok", Want: header(hLimit, `"per-key";r=0;t=60`)},
-				{Header: map[string]string{"X-Api-Key": "a"}, Status: 429, Body: Problem429(60, "per-key")},
-				{Header: map[string]string{"X-Api-Key": "b"}, Status: 200, Body: "ok"},
-				{Status: 400, Body: ProblemDetail(400, "missing header X-Api-Key"), Want: header(hLimit, notFound, hType, problem)},
-				{Header: map[string]string{"X-Api-Key": strings.Repeat("k", 64<<10)}, Status: 400, Body: ProblemDetail(400, "header X-Api-Key is longer than 1024 bytes")},
+				{Header: map[string]string{"x-api-key": "a"}, Status: 429, Body: Problem429(60, "per-key")},
+				{Header: map[string]string{"X-API-Key": "b"}, Status: 200, Body: "ok"},
+				{Status: 400, Body: ProblemDetail(400, "missing header X-API-Key"), Want: header(hLimit, notFound, hType, problem)},
+				{Header: map[string]string{"X-Api-Key": strings.Repeat("k", 64<<10)}, Status: 400, Body: ProblemDetail(400, "header X-API-Key is longer than 1024 bytes")},
 			},
 		},
 		{

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/lease"
 	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -161,7 +162,22 @@ type Check func(t *testing.T, c *Case, s *Step, resp *http.Response, body []byte
 // run the table with RunKnownRoutes.
 func Run(t *testing.T, build func(t *testing.T, cfg Config) http.Handler, checks ...Check) {
 	t.Helper()
-	run(t, build, false, checks)
+	run(t, build, false, nil, checks)
+}
+
+// RunLeased is Run with every case's store behind a lease.Store (package
+// lease) that holds a slice of at least 4 units per key from its second
+// request: the same statuses, headers and bodies, decided in process.
+// known is RunKnownRoutes' choice.
+func RunLeased(t *testing.T, build func(t *testing.T, cfg Config) http.Handler, known bool, checks ...Check) {
+	t.Helper()
+	run(t, build, known, func(t *testing.T, st core.Store) core.Store {
+		ls, err := lease.New(st, lease.WithMinSlice(4))
+		if err != nil {
+			t.Fatalf("lease.New: %v", err)
+		}
+		return ls
+	}, checks)
 }
 
 // RunKnownRoutes is Run for adapters whose middlewares, app-wide and
@@ -171,19 +187,20 @@ func Run(t *testing.T, build func(t *testing.T, cfg Config) http.Handler, checks
 // (Step.WantKnown).
 func RunKnownRoutes(t *testing.T, build func(t *testing.T, cfg Config) http.Handler, checks ...Check) {
 	t.Helper()
-	run(t, build, true, checks)
+	run(t, build, true, nil, checks)
 }
 
-func run(t *testing.T, build func(t *testing.T, cfg Config) http.Handler, known bool, checks []Check) {
+// run runs the table; wrap, when not nil, wraps each case's store.
+func run(t *testing.T, build func(t *testing.T, cfg Config) http.Handler, known bool, wrap func(*testing.T, core.Store) core.Store, checks []Check) {
 	t.Helper()
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			runCase(t, &c, build, known, checks)
+			runCase(t, &c, build, known, wrap, checks)
 		})
 	}
 }
 
-func runCase(t *testing.T, c *Case, build func(*testing.T, Config) http.Handler, known bool, checks []Check) {
+func runCase(t *testing.T, c *Case, build func(*testing.T, Config) http.Handler, known bool, wrap func(*testing.T, core.Store) core.Store, checks []Check) {
 	t.Helper()
 	clock := NewClock(Epoch)
 	var st core.Store
@@ -193,6 +210,9 @@ func runCase(t *testing.T, c *Case, build func(*testing.T, Config) http.Handler,
 		ms := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
 		t.Cleanup(func() { ms.Close() })
 		st = ms
+	}
+	if wrap != nil {
+		st = wrap(t, st)
 	}
 	lims := func(ls ...core.Limit) *core.Limiter {
 		opts := append([]core.Option{core.WithClock(clock)}, c.LimiterOptions...)

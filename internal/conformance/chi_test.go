@@ -24,6 +24,11 @@ func TestConformanceChi(t *testing.T) {
 	guardtest.Run(t, buildChi, checkHeaders)
 }
 
+// TestConformanceChiLeased runs the table with leases on (package lease).
+func TestConformanceChiLeased(t *testing.T) {
+	guardtest.RunLeased(t, buildChi, false, checkHeaders)
+}
+
 // TestInFlightChi holds concurrency limits to the requests in the handler,
 // panics included.
 func TestInFlightChi(t *testing.T) { guardtest.RunInFlight(t, buildChi) }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -109,6 +110,39 @@ func (l *Logger) cause(key string) *cause {
 	c := new(cause)
 	l.causes[key] = c
 	return c
+}
+
+// Flush writes now the lines that count each cause's pending occurrences,
+// oldest cause first, instead of when their Intervals end: a caller about
+// to write a line that closes a story (a circuit breaker closing) flushes
+// first, so that no count of the story arrives after its end.
+func (l *Logger) Flush() {
+	type line struct {
+		at    time.Time
+		n     int64
+		level slog.Level
+		msg   string
+		attrs []slog.Attr
+	}
+	var lines []line
+	now := time.Now()
+	l.mu.Lock()
+	for _, c := range l.causes {
+		if c.pending == 0 {
+			continue
+		}
+		lines = append(lines, line{c.last, c.pending, c.level, c.msg, c.attrs})
+		c.pending, c.attrs, c.last = 0, nil, now
+		if c.timer != nil {
+			c.timer.Stop() // should it be firing, its flush finds nothing pending
+			c.timer = nil
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	for _, ln := range lines {
+		l.logger().LogAttrs(context.Background(), ln.level, ln.msg, append(ln.attrs, slog.Int64("repeated", ln.n))...)
+	}
 }
 
 // flush writes the line that counts c's pending occurrences.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -66,6 +67,37 @@ func TestCausesAreBounded(t *testing.T) {
 		synctest.Wait()
 		if got := out.n.Load(); got != maxCauses+2 {
 			t.Errorf("an interval later: %d lines, want %d (the shared cause's count)", got, maxCauses+2)
+		}
+	})
+}
+
+// Flush writes the pending counts at once, oldest cause first, and leaves
+// nothing for the end of their intervals.
+func TestFlushWritesPendingCountsNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf strings.Builder
+		l := New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return a
+			}})))
+		ctx := context.Background()
+		for _, cause := range []string{"a", "b"} {
+			for range 3 {
+				l.Log(ctx, cause, 1, slog.LevelWarn, "failed "+cause)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		l.Flush()
+		l.Log(ctx, "end", 1, slog.LevelInfo, "the end")
+		time.Sleep(2 * Interval)
+		synctest.Wait()
+		want := "level=WARN msg=\"failed a\"\nlevel=WARN msg=\"failed b\"\n" +
+			"level=WARN msg=\"failed a\" repeated=2\nlevel=WARN msg=\"failed b\" repeated=2\nlevel=INFO msg=\"the end\"\n"
+		if buf.String() != want {
+			t.Errorf("logged\n%s\nwant\n%s", buf.String(), want)
 		}
 	})
 }

@@ -1,0 +1,231 @@
+//go:build gubernator
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	guber "github.com/gubernator-io/gubernator/v2"
+	"github.com/gubernator-io/gubernator/v2/cluster"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/lease"
+	"github.com/tollgate/tollgate/core/redisstore"
+)
+
+// BenchmarkLeasesFleet runs one fleet test on leases and on gubernator v2
+// (github.com/gubernator-io/gubernator/v2, 3 peers in process on loopback,
+// GLOBAL behaviour): 4 instances × 16 callers on one key whose limit (2000
+// per second) is half their demand, for fleetFor each, then 64 callers
+// unpaced on one key.
+//
+//   - leases: 4 lease.Stores, each over a Redis store with a client of
+//     its own (TOLLGATE_REDIS_ADDR), a fixed window of 2000 per second.
+//   - gubernator: instance i asks peer i mod 3, a TOKEN_BUCKET of 2000 per
+//     1000 ms (gubernator's token bucket refills whole at the end of its
+//     duration: a fixed window), Behavior GLOBAL (peers answer from a copy
+//     of the owner's state, synced every GlobalSyncWait, 50 ms here as in
+//     gubernator's own test cluster).
+//
+// Each reports the admissions in the whole fixed windows of a second
+// inside the run, as a share of the limit (used-%: above 100 is
+// over-admission), the worst window (max-window-%), and the unpaced
+// decisions per second (dps-64). Windows are the callers' own clock,
+// an admission counted in the window its call started and ended in.
+//
+//	go test -tags gubernator -run '^$' -bench LeasesFleet -benchtime 1x .
+//
+// It builds only with the tag: gubernator's dependencies would make every
+// run of the test command compile them.
+func BenchmarkLeasesFleet(b *testing.B) {
+	addr, _ := redisSetup(b)
+	// One cluster per process: the testing package calls the benchmark
+	// more than once, and gubernator's cluster package keeps its peers in
+	// package variables (its Stop can hang on a second cluster). The
+	// peers end with the process.
+	gubernatorOnce.Do(func() {
+		gubernatorErr = cluster.StartWith([]guber.PeerInfo{
+			{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
+			{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
+			{GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0"},
+		})
+	})
+	if gubernatorErr != nil {
+		b.Fatal(gubernatorErr)
+	}
+	const limit, instances, callers = 2000, 4, 16
+	const fleetFor = 3 * time.Second
+
+	tollgateFleet := func() []decide {
+		prefix := benchPrefix("fl")
+		var out []decide
+		for range instances {
+			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, ContextTimeoutEnabled: true})
+			b.Cleanup(func() { rdb.Close() })
+			rs, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ls, err := lease.New(rs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { ls.Close() })
+			lim, err := core.New(ls, core.PerSecond(limit).WithAlgorithm(core.FixedWindow), core.WithName("fleet"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, func(ctx context.Context, key string) (bool, error) {
+				d, err := lim.Allow(ctx, key)
+				return d.Allowed, err
+			})
+		}
+		return out
+	}
+	gubernatorFleet := func(limit int64) []decide {
+		name := benchPrefix("gu")
+		var out []decide
+		for i := range instances {
+			c, err := guber.DialV1Server(cluster.PeerAt(i%3).GRPCAddress, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, func(ctx context.Context, key string) (bool, error) {
+				ctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				resp, err := c.GetRateLimits(ctx, &guber.GetRateLimitsReq{Requests: []*guber.RateLimitReq{{
+					Name: name, UniqueKey: key, Hits: 1, Limit: limit, Duration: 1000,
+					Algorithm: guber.Algorithm_TOKEN_BUCKET, Behavior: guber.Behavior_GLOBAL,
+				}}})
+				if err != nil {
+					return false, err
+				}
+				r := resp.Responses[0]
+				if r.Error != "" {
+					return false, fmt.Errorf("gubernator: %s", r.Error)
+				}
+				return r.Status == guber.Status_UNDER_LIMIT, nil
+			})
+		}
+		return out
+	}
+	// paced runs the fleet at twice the limit and returns the admissions
+	// per window and the errors.
+	paced := func(fleet []decide) (map[int64]int, int64) {
+		var mu sync.Mutex
+		perWindow := map[int64]int{}
+		var errs atomic.Int64
+		gap := time.Duration(float64(time.Second) * instances * callers / (2 * limit))
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i, d := range fleet {
+			for j := range callers {
+				wg.Go(func() {
+					next := start.Add(gap * time.Duration(i*callers+j) / (instances * callers))
+					for time.Since(start) < fleetFor {
+						time.Sleep(time.Until(next))
+						next = next.Add(gap)
+						t0 := time.Now().UnixMicro()
+						ok, err := d(context.Background(), "hot")
+						t1 := time.Now().UnixMicro()
+						if err != nil {
+							errs.Add(1)
+							continue
+						}
+						if ok && t0/1e6 == t1/1e6 {
+							mu.Lock()
+							perWindow[t0/1e6]++
+							mu.Unlock()
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		return perWindow, errs.Load()
+	}
+	// unpaced returns the decisions per second of 64 callers.
+	unpaced := func(fleet []decide) float64 {
+		var n atomic.Int64
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range 64 {
+			d := fleet[i%len(fleet)]
+			wg.Go(func() {
+				for time.Since(start) < time.Second {
+					d(context.Background(), "unpaced")
+					n.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		return float64(n.Load()) / time.Since(start).Seconds()
+	}
+	b.ResetTimer()
+	for range b.N {
+		for _, lib := range []struct {
+			name  string
+			fleet func() []decide
+		}{{"lease", tollgateFleet}, {"gubernator", func() []decide { return gubernatorFleet(limit) }}} {
+			perWindow, errs := paced(lib.fleet())
+			first, last := int64(1<<62), int64(0)
+			for w := range perWindow {
+				first, last = min(first, w), max(last, w)
+			}
+			var used, worst, n int
+			for w := first + 1; w < last; w++ {
+				used += perWindow[w]
+				worst = max(worst, perWindow[w])
+				n++
+			}
+			b.ReportMetric(100*float64(used)/float64(n*limit), "used-%-"+lib.name)
+			b.ReportMetric(100*float64(worst)/float64(limit), "max-window-%-"+lib.name)
+			b.ReportMetric(float64(errs), "errors-"+lib.name)
+		}
+		b.ReportMetric(unpaced(tollgateFleetUnlimited(b, addr)), "dps-64-lease")
+		b.ReportMetric(unpaced(gubernatorFleet(1e9)), "dps-64-gubernator")
+	}
+}
+
+var (
+	gubernatorOnce sync.Once
+	gubernatorErr  error
+)
+
+// decide is one instance of a fleet deciding for key.
+type decide = func(ctx context.Context, key string) (bool, error)
+
+// tollgateFleetUnlimited returns 4 leased instances on a limit that never
+// denies, for the unpaced run.
+func tollgateFleetUnlimited(b *testing.B, addr string) []decide {
+	prefix := benchPrefix("fu")
+	var out []decide
+	for range 4 {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, ContextTimeoutEnabled: true})
+		b.Cleanup(func() { rdb.Close() })
+		rs, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ls, err := lease.New(rs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ls.Close() })
+		lim, err := core.New(ls, core.Per(1e9, time.Second).WithAlgorithm(core.FixedWindow))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, func(ctx context.Context, key string) (bool, error) {
+			d, err := lim.Allow(ctx, key)
+			return d.Allowed, err
+		})
+	}
+	return out
+}

@@ -1,0 +1,364 @@
+package redisstore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/lease"
+)
+
+// The leased fleet: processes of this test binary (TestLeasedFleetChild)
+// each run 16 callers on one key through a lease.Store over the Redis
+// store, at a demand the parent sets, and print every admission: the
+// instants (Unix µs) just before the call and just after it. An
+// admission whose two instants fall in one window was charged in that
+// window; one that straddles a boundary is counted apart (a round trip
+// in flight across it).
+
+const fleetLimit = 2000 // per second
+
+// fleetLimitOf returns the fleet's limit of algorithm alg.
+func fleetLimitOf(alg string) core.Limit {
+	l := core.PerSecond(fleetLimit)
+	switch alg {
+	case "fixed-window":
+		return l.WithAlgorithm(core.FixedWindow)
+	case "gcra":
+		return l.WithAlgorithm(core.GCRA).WithBurst(fleetLimit / 10)
+	}
+	return l // sliding window
+}
+
+// TestLeasedFleetChild is one process of the fleet; it runs only when
+// started by a fleet test.
+func TestLeasedFleetChild(t *testing.T) {
+	if os.Getenv("TOLLGATE_LEASE_CHILD") != "1" {
+		t.Skip("a process of TestLeasedFleet")
+	}
+	addr, prefix, alg := os.Getenv("TOLLGATE_REDIS_ADDR"), os.Getenv("LEASE_PREFIX"), os.Getenv("LEASE_ALG")
+	rate, _ := strconv.ParseFloat(os.Getenv("LEASE_RATE"), 64) // requests per second, all callers
+	start, _ := strconv.ParseInt(os.Getenv("LEASE_START"), 10, 64)
+	dur, _ := time.ParseDuration(os.Getenv("LEASE_FOR"))
+	var c Client
+	if cl := os.Getenv("LEASE_CLUSTER"); cl != "" {
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(cl, ","), ContextTimeoutEnabled: true})
+	} else {
+		c = redis.NewClient(clientOptions(addr))
+	}
+	rs, err := New(c, WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := lease.New(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := core.New(st, fleetLimitOf(alg), core.WithName("fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(time.UnixMicro(start)))
+	end := time.Now().Add(dur)
+	out := bufio.NewWriter(os.Stdout)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	const callers = 16
+	gap := time.Duration(float64(time.Second) * callers / rate)
+	for i := range callers {
+		wg.Go(func() {
+			next := time.Now().Add(gap * time.Duration(i) / callers)
+			for time.Now().Before(end) {
+				time.Sleep(time.Until(next))
+				next = next.Add(gap)
+				t0 := time.Now().UnixMicro()
+				d, err := lim.Allow(context.Background(), "hot")
+				t1 := time.Now().UnixMicro()
+				mu.Lock()
+				switch {
+				case err != nil:
+					fmt.Fprintf(out, "E %d %d %q\n", t0, t1, err.Error())
+				case d.Allowed:
+					fmt.Fprintf(out, "A %d %d\n", t0, t1)
+				default:
+					fmt.Fprintf(out, "D %d\n", t0)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	st.Close()
+	s := st.Stats()
+	fmt.Fprintf(out, "S %d %d %d\n", s.Local, s.Reservations, s.Waits)
+	out.Flush()
+}
+
+// fleetProc is one process of a fleet and what it printed.
+type fleetProc struct {
+	cmd      *exec.Cmd
+	out      strings.Builder
+	errOut   strings.Builder // its logs: shown when it fails
+	admitted [][2]int64      // (before, after) µs
+	asked    int
+	errs     int
+	killed   bool
+	local    int64
+	trips    int64
+}
+
+// A fleetRun says how to run a fleet.
+type fleetRun struct {
+	alg     string
+	demand  []float64 // each process's requests per second
+	dur     time.Duration
+	addr    string                   // the Redis; "": TOLLGATE_REDIS_ADDR
+	cluster string                   // the cluster's masters, comma-separated, instead
+	midway  func(procs []*fleetProc) // called half way through, if set
+}
+
+// runFleet runs processes of the given demands on one key of limit alg
+// for dur and returns them once they are done (a process killed midway
+// may have failed).
+func runFleet(t *testing.T, r fleetRun) []*fleetProc {
+	t.Helper()
+	alg, demand, dur := r.alg, r.demand, r.dur
+	addr := r.addr
+	if addr == "" && r.cluster == "" {
+		addr = env(t, "TOLLGATE_REDIS_ADDR")
+	}
+	prefix := testPrefix()
+	start := time.Now().Add(1500 * time.Millisecond) // the processes start and connect
+	procs := make([]*fleetProc, len(demand))
+	for i, rate := range demand {
+		p := &fleetProc{cmd: exec.Command(os.Args[0], "-test.run=^TestLeasedFleetChild$", "-test.v=false")}
+		p.cmd.Env = append(os.Environ(), "TOLLGATE_LEASE_CHILD=1", "TOLLGATE_REDIS_ADDR="+addr, "LEASE_PREFIX="+prefix,
+			"LEASE_ALG="+alg, fmt.Sprintf("LEASE_RATE=%g", rate), fmt.Sprintf("LEASE_START=%d", start.UnixMicro()),
+			"LEASE_FOR="+dur.String(), "LEASE_CLUSTER="+r.cluster)
+		p.cmd.Stdout = &p.out
+		p.cmd.Stderr = &p.errOut
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = p
+	}
+	if r.midway != nil {
+		time.Sleep(time.Until(start.Add(dur / 2)))
+		r.midway(procs)
+	}
+	for i, p := range procs {
+		err := p.cmd.Wait()
+		if err != nil && !p.killed {
+			t.Fatalf("fleet process %d: %v\n%s", i, err, p.errOut.String())
+		}
+		for _, line := range strings.Split(p.out.String(), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 || len(f) < map[string]int{"A": 3, "S": 4}[f[0]] {
+				continue // nothing, or cut short by a kill
+			}
+			n := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
+			switch f[0] {
+			case "A":
+				p.admitted = append(p.admitted, [2]int64{n(1), n(2)})
+				p.asked++
+			case "D":
+				p.asked++
+			case "E":
+				p.asked++
+				if p.errs++; p.errs <= 2 {
+					t.Logf("process %d: %s", i, line)
+				}
+			case "S":
+				p.local, p.trips = n(1), n(2)
+			}
+		}
+	}
+	return procs
+}
+
+// TestLeasedFleet runs 4 processes × 16 callers on one key at twice its
+// limit on a real Redis: in every fixed window of a second, the
+// admissions charged in it are at most the limit; the fleet uses at
+// least 95% of the limit; equal demands get equal shares (25% ± 5%), and
+// a process asking 70% of the demand gets at least 60%.
+func TestLeasedFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a multi-process run of a few seconds")
+	}
+	const dur = 3 * time.Second
+	for _, tt := range []struct {
+		name   string
+		demand []float64 // each process's share of twice the limit
+	}{
+		{"equal demand", []float64{0.25, 0.25, 0.25, 0.25}},
+		{"one process asking 70%", []float64{0.7, 0.1, 0.1, 0.1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			demand := make([]float64, len(tt.demand))
+			for i, f := range tt.demand {
+				demand[i] = f * 2 * fleetLimit
+			}
+			procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur})
+			perWindow, straddling := windows(t, procs)
+			var total, errs int
+			var local, trips int64
+			for _, p := range procs {
+				total += len(p.admitted)
+				errs += p.errs
+				local += p.local
+				trips += p.trips
+			}
+			full, fullWindows := used(perWindow)
+			t.Logf("%d admitted (%d straddling a boundary); %d decided in process, %d round trips", total, straddling, local, trips)
+			if raceBuild {
+				// Five processes built with the race detector on two
+				// cores time out now and then, and the breaker opens:
+				// use and shares say nothing then. Windows still hold.
+				return
+			}
+			if fullWindows > 0 && float64(full) < 0.95*float64(fullWindows*fleetLimit) {
+				t.Errorf("%d admissions in %d whole windows of %d: %.1f%% of the limit used, want at least 95%%", full, fullWindows, fleetLimit, 100*float64(full)/float64(fullWindows*fleetLimit))
+			}
+			// A loaded machine times a round trip out now and then (the
+			// Limiter's 100ms); more than that is a fault.
+			asked := 0
+			for _, p := range procs {
+				asked += p.asked
+			}
+			if errs > asked/100 {
+				t.Errorf("%d errors in %d requests, want at most 1%%", errs, asked)
+			}
+			shares := make([]float64, len(procs))
+			for i, p := range procs {
+				shares[i] = float64(len(p.admitted)) / float64(total)
+			}
+			switch tt.name {
+			case "equal demand":
+				for i, s := range shares {
+					if s < 0.20 || s > 0.30 {
+						t.Errorf("process %d got %.1f%% of the admissions, want 25%% ± 5%%", i, 100*s)
+					}
+				}
+			default:
+				if shares[0] < 0.60 {
+					t.Errorf("the process asking 70%% got %.1f%% of the admissions, want at least 60%%", 100*shares[0])
+				}
+			}
+			t.Logf("shares %.3f", shares)
+		})
+	}
+}
+
+// windows returns the admissions of procs charged in each fixed window of
+// a second, checking that none holds more than the limit, and the number
+// that straddled a boundary.
+func windows(t *testing.T, procs []*fleetProc) (perWindow map[int64]int, straddling int) {
+	t.Helper()
+	perWindow = map[int64]int{}
+	for _, p := range procs {
+		for _, a := range p.admitted {
+			if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
+				perWindow[w0]++
+			} else {
+				straddling++
+			}
+		}
+	}
+	for w, n := range perWindow {
+		if n > fleetLimit {
+			t.Errorf("window %d: %d admissions charged in it, limit %d", w, n, fleetLimit)
+		}
+	}
+	return perWindow, straddling
+}
+
+// used returns the admissions in the windows wholly inside the run (it
+// covers parts of the first and last), and how many windows those are.
+func used(perWindow map[int64]int) (n, windows int) {
+	first, last := int64(1<<62), int64(0)
+	for w := range perWindow {
+		first, last = min(first, w), max(last, w)
+	}
+	for w := first + 1; w < last; w++ {
+		n += perWindow[w]
+		windows++
+	}
+	return n, windows
+}
+
+// TestLeasedFleetFaults runs the fleet of TestLeasedFleet through faults:
+// one process SIGKILLed (its unspent slices are stranded until their
+// leases end: the use of its window measures them), one SIGSTOPped past
+// its leases' ends and resumed, Redis SIGSTOPped for
+// 300ms (instances spend what they hold, then the failure policy answers),
+// and on the 3-master cluster. In every window the admissions stay within
+// the limit.
+func TestLeasedFleetFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process runs of a few seconds")
+	}
+	const dur = 3 * time.Second
+	demand := []float64{fleetLimit / 2, fleetLimit / 2, fleetLimit / 2, fleetLimit / 2} // twice the limit
+	t.Run("an instance SIGKILLed", func(t *testing.T) {
+		var killedAt int64
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, midway: func(procs []*fleetProc) {
+			procs[0].killed = true
+			killedAt = time.Now().UnixMicro()
+			procs[0].cmd.Process.Signal(syscall.SIGKILL)
+		}})
+		perWindow, _ := windows(t, procs)
+		w := killedAt / 1e6
+		t.Logf("window of the kill: %d of %d admitted (%d stranded at most); next window: %d", perWindow[w], fleetLimit, fleetLimit-perWindow[w], perWindow[w+1])
+		if perWindow[w+1] < fleetLimit*95/100 && !raceBuild {
+			t.Errorf("the window after the kill admitted %d, want at least 95%% of %d: the survivors should use it", perWindow[w+1], fleetLimit)
+		}
+	})
+	t.Run("an instance SIGSTOPped for 1.2s", func(t *testing.T) {
+		// Its slices' leases end while it is stopped: resumed, it must
+		// not spend them in the windows that followed.
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, midway: func(procs []*fleetProc) {
+			procs[1].cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(1200 * time.Millisecond)
+			procs[1].cmd.Process.Signal(syscall.SIGCONT)
+		}})
+		perWindow, _ := windows(t, procs)
+		t.Logf("admissions per window %v", perWindow)
+	})
+	t.Run("Redis SIGSTOPped for 300ms", func(t *testing.T) {
+		srv := startServer(t)
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, addr: srv.addr, midway: func([]*fleetProc) {
+			srv.signal(syscall.SIGSTOP)
+			time.Sleep(300 * time.Millisecond)
+			srv.signal(syscall.SIGCONT)
+		}})
+		perWindow, _ := windows(t, procs)
+		errs := 0
+		for _, p := range procs {
+			errs += p.errs
+		}
+		t.Logf("%d errors (answered by the failure policy); admissions per window %v", errs, perWindow)
+		if errs == 0 {
+			t.Errorf("no errors while Redis was stopped for 300ms: the instances admitted beyond what they held")
+		}
+	})
+	t.Run("the 3-master cluster", func(t *testing.T) {
+		cluster := env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS")
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, cluster: cluster})
+		perWindow, _ := windows(t, procs)
+		full, n := used(perWindow)
+		if n > 0 && float64(full) < 0.95*float64(n*fleetLimit) && !raceBuild {
+			t.Errorf("%d admissions in %d whole windows: want at least 95%% of %d each", full, n, fleetLimit)
+		}
+	})
+}
