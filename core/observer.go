@@ -174,6 +174,11 @@ type Event struct {
 	// Lossy reports, for EventEviction, that the keys evicted still had
 	// usage: each one's next request starts with its whole quota.
 	Lossy bool
+	// Limit, InFlight and Latency describe an adaptive concurrency limit
+	// (EventAdaptive, package adaptive): its limit for critical requests,
+	// the units in flight, and its no-load latency estimate.
+	Limit, InFlight int64
+	Latency         time.Duration
 	// Err is the cause: the failure that opened the breaker (EventBreaker
 	// to BreakerOpen), the failure seen (EventStoreFailure), the failure of
 	// an undo (EventCompensation); nil otherwise.
@@ -215,11 +220,16 @@ const (
 	// the cluster's topology (after a redirect, or every 250ms after a
 	// node failed). "topology_reload"
 	EventTopologyReload
+	// EventAdaptive: an adaptive concurrency limit (package adaptive)
+	// ended a window of samples: its Limit, InFlight and Latency (the
+	// no-load latency estimate) after it, and the requests it shed in the
+	// window (Count). Limiter is its name. "adaptive"
+	EventAdaptive
 	numEventKinds
 )
 
 var eventKindNames = [numEventKinds]string{"breaker", "store_failure", "keys", "eviction", "script_load",
-	"compensation", "redirect", "topology_reload"}
+	"compensation", "redirect", "topology_reload", "adaptive"}
 
 // String returns the kind's name, as listed with the constants.
 func (k EventKind) String() string {

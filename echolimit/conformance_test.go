@@ -78,3 +78,7 @@ func middlewares(layers []guardtest.Layer, mk func(guardtest.Layer) echo.Middlew
 	}
 	return ms
 }
+
+// TestAdaptive holds the adaptive limit to the requests in the handler:
+// shedding, priorities, panics.
+func TestAdaptive(t *testing.T) { guardtest.RunAdaptive(t, appWide) }

@@ -1,6 +1,7 @@
 package echolimit
 
 import (
+	"errors"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tollgate/tollgate/core"
@@ -45,15 +46,16 @@ import (
 // Register the middleware with e.Use, Group or a route, not e.Pre: before
 // routing c.Path() is empty, and keyfuncs.Route has no key.
 //
-// New panics if lim is nil or an option is invalid (a nil function, a
+// New panics if lim is nil (unless WithAdaptive gives an adaptive limit,
+// which then limits alone) or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
 // style), with a message that names the option: programmer errors, caught
 // at startup. The middleware is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) echo.MiddlewareFunc {
-	if lim == nil {
-		panic("echolimit: New: nil *core.Limiter")
-	}
 	g, err := guard.New(lim, opts...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("echolimit: New: nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("echolimit: New: " + err.Error())
 	}

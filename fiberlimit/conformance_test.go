@@ -85,3 +85,7 @@ func withUserContext(h http.Handler) fiber.Handler {
 		return c.Send(rec.Body.Bytes())
 	}
 }
+
+// TestAdaptive holds the adaptive limit to the requests in the handler:
+// shedding, priorities, panics.
+func TestAdaptive(t *testing.T) { guardtest.RunAdaptive(t, appWide) }

@@ -2,6 +2,7 @@ package fiberlimit
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
@@ -42,15 +43,16 @@ import (
 // with a 500 if that fails too), the request is settled on the status and
 // body it produced, and the handler returns nil.
 //
-// New panics if lim is nil or an option is invalid (a nil function, a
+// New panics if lim is nil (unless WithAdaptive gives an adaptive limit,
+// which then limits alone) or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
 // style), with a message that names the option: programmer errors, caught
 // at startup. The handler is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) fiber.Handler {
-	if lim == nil {
-		panic("fiberlimit: New: nil *core.Limiter")
-	}
 	g, err := guard.New(lim, opts...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("fiberlimit: New: nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("fiberlimit: New: " + err.Error())
 	}

@@ -75,3 +75,7 @@ func handlers(layers []guardtest.Layer) []gin.HandlerFunc {
 	}
 	return hs
 }
+
+// TestAdaptive holds the adaptive limit to the requests in the handler:
+// shedding, priorities, panics.
+func TestAdaptive(t *testing.T) { guardtest.RunAdaptive(t, appWide) }

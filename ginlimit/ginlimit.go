@@ -2,6 +2,7 @@ package ginlimit
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gin-gonic/gin"
 
@@ -40,15 +41,16 @@ import (
 // that guard.ReportCost(c.Request.Context(), n), or ReportCost(c, n),
 // reaches it.
 //
-// New panics if lim is nil or an option is invalid (a nil function, a
+// New panics if lim is nil (unless WithAdaptive gives an adaptive limit,
+// which then limits alone) or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
 // style), with a message that names the option: programmer errors, caught
 // at startup. The middleware is safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
-	if lim == nil {
-		panic("ginlimit: New: nil *core.Limiter")
-	}
 	g, err := guard.New(lim, opts...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("ginlimit: New: nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("ginlimit: New: " + err.Error())
 	}

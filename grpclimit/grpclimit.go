@@ -2,6 +2,7 @@ package grpclimit
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/grpc"
 
@@ -32,7 +33,8 @@ import (
 // (see guard.Chain): an RPC that one of them denies leaves no charge in
 // the others, and a limiter state is charged once per RPC.
 //
-// UnaryServerInterceptor panics if lim is nil or an option is invalid (a
+// UnaryServerInterceptor panics if lim is nil (unless WithAdaptive gives
+// an adaptive limit, which then limits alone) or an option is invalid (a
 // nil function, a negative cost or max delay, a nil limiter in WithRule,
 // an unknown header style, a malformed method name in WithMethodCosts),
 // with a message that names the option: programmer errors, caught at
@@ -121,13 +123,13 @@ func StreamServerInterceptor(lim *core.Limiter, opts ...Option) grpc.StreamServe
 // newGuard returns the Guard of an interceptor made by the function fn:
 // the denied and error handlers of this package, then opts.
 func newGuard(fn string, lim *core.Limiter, opts []Option) *guard.Guard {
-	if lim == nil {
-		panic("grpclimit: " + fn + ": nil *core.Limiter")
-	}
 	all := make([]guard.Option, 0, len(opts)+2)
 	all = append(all, guard.WithDeniedHandler(deniedStatus), guard.WithErrorHandler(errorStatus))
 	all = append(all, opts...)
 	g, err := guard.New(lim, all...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("grpclimit: " + fn + ": nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("grpclimit: " + fn + ": " + err.Error())
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -240,4 +241,21 @@ func WithOnError(fn func(ctx context.Context, fullMethod string, err error)) Opt
 		ctx, m := rpcOf(r)
 		fn(ctx, m, err)
 	})
+}
+
+// WithAdaptive applies the adaptive concurrency limit lim (package
+// adaptive) before the rules: an RPC it sheds ends with codes.Unavailable
+// and a RetryInfo (see DeniedStatus), and is charged nothing by the
+// rules. With it, the constructors accept a nil *core.Limiter: the
+// adaptive limit alone. It is guard.WithAdaptive. Default: none.
+func WithAdaptive(lim *adaptive.Limiter) Option { return guard.WithAdaptive(lim) }
+
+// WithPriority chooses each RPC's priority for the adaptive limit, from
+// its context and full method: adaptive.Sheddable RPCs are shed first.
+// It is guard.WithPriority. Default: every RPC adaptive.Critical.
+func WithPriority(fn func(ctx context.Context, fullMethod string) adaptive.Priority) Option {
+	if fn == nil {
+		return guard.Invalid("WithPriority", "nil function")
+	}
+	return guard.WithPriority(func(r keyfuncs.Request) adaptive.Priority { return fn(rpcOf(r)) })
 }

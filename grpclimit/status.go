@@ -28,7 +28,26 @@ import (
 // has no RetryInfo, since any delay would promise a success that will not
 // come, and its message and violation say so, with the cost and the
 // capacity. The message never holds the key.
+//
+// An RPC the adaptive limit shed (d.Overloaded) ends with
+// codes.Unavailable and a RetryInfo: the server is overloaded, which is
+// transient and no fault of the client's, and gRPC's conventions keep
+// ResourceExhausted for a quota the caller exhausted; Unavailable is also
+// the code gRPC's retry policies and load balancers treat as "try again,
+// maybe on another backend", which is what shedding asks of the client.
 func DeniedStatus(d *guard.Denial) *status.Status {
+	if d.Overloaded {
+		secs := int64(d.RetryAfter.Seconds())
+		msg := "server overloaded: retry after " + strconv.FormatInt(secs, 10) + " second"
+		if secs != 1 {
+			msg += "s"
+		}
+		st := status.New(codes.Unavailable, msg)
+		if withDetails, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d.RetryAfter)}); err == nil {
+			st = withDetails
+		}
+		return st
+	}
 	var msg, what string
 	var details []protoadapt.MessageV1
 	if d.Capacity > 0 {

@@ -2,9 +2,11 @@ package guard_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"testing"
 
+	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -70,5 +72,31 @@ func BenchmarkServe(b *testing.B) {
 				b.Fatalf("headers set: %v, want RateLimit-Policy and RateLimit", w.h)
 			}
 		})
+	}
+}
+
+// BenchmarkServeAdaptive is BenchmarkServe's draft-11 case with the
+// adaptive concurrency limit beside the rate limit: what WithAdaptive adds
+// per request (an Acquire, a Release with its latency sample).
+func BenchmarkServeAdaptive(b *testing.B) {
+	r := keyfuncs.FromHTTP(guardtest.Requests(1, "/")[0])
+	ad, err := adaptive.New(adaptive.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := guard.New(guardtest.BenchLimiter(b), guard.WithAdaptive(ad))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &benchWriter{h: make(http.Header, 4)}
+	next := func(context.Context) guard.Result { return guard.Result{} }
+	b.ReportAllocs()
+	start := guardtest.CPUTime()
+	for b.Loop() {
+		g.Serve(r, w, next)
+	}
+	guardtest.ReportCPU(b, start)
+	if s := ad.Stats(); s.InFlight != 0 || s.Shed != 0 {
+		b.Fatalf("adaptive limit %+v after the loop, want nothing in flight, nothing shed", s)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
@@ -50,6 +51,10 @@ type chainState struct {
 	entries []entry
 	one     [1]entry // storage for the first entry
 	stopped bool     // a middleware denied or failed the request (not in dry run)
+	// admitted are the adaptive limits that admitted the request: a
+	// middleware further in that shares one does not ask it again
+	// (adaptive.go).
+	admitted []*adaptive.Limiter
 	// buf is where the headers' values are built: a buffer on the stack
 	// would escape, passed to BytesWriter.SetHeaderBytes.
 	buf [128]byte
@@ -75,7 +80,7 @@ func (c *Chain) acquire() (s *chainState, own bool) {
 func (c *Chain) release() {
 	s := c.s
 	c.s = nil
-	s.entries, s.stopped = nil, false
+	s.entries, s.stopped, s.admitted = nil, false, s.admitted[:0]
 	statePool.Put(s)
 }
 

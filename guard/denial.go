@@ -12,7 +12,8 @@ import (
 // OnDenied hook.
 type Denial struct {
 	// Rule is the index of the rule that denied: 0 for the Limiter passed
-	// to New, then the rules of WithRule in order.
+	// to New, then the rules of WithRule in order; -1 for a request the
+	// adaptive limit shed (Overloaded).
 	Rule int
 	// Key is that rule's key.
 	Key string
@@ -40,6 +41,13 @@ type Denial struct {
 	Queued bool
 	// DryRun reports that the request is not blocked (WithDryRun).
 	DryRun bool
+	// Overloaded reports a request the adaptive limit shed (WithAdaptive):
+	// the server is overloaded, not the client over a quota. Key,
+	// Decision and Policies are then empty, and RetryAfter is when
+	// capacity is likely back (adaptive.Limiter.RetryAfter), rounded up
+	// to whole seconds, at least 1. DefaultDeniedHandler answers it 503
+	// with the problem type ProblemTypeOverloaded.
+	Overloaded bool
 }
 
 // violatedLimits returns the indexes, among d's limits, of those that
@@ -83,13 +91,23 @@ const ProblemType = "https://iana.org/assignments/http-problem-types#quota-excee
 // waits. It is described in this repository's docs/problems.md.
 const ProblemTypeCapacity = "https://github.com/tollgate/tollgate/blob/main/docs/problems.md#request-exceeds-capacity"
 
+// ProblemTypeOverloaded is the problem type of a 503 for a request the
+// adaptive concurrency limit shed (Denial.Overloaded): the server is
+// overloaded; the client may retry after Retry-After, here or elsewhere.
+// It is described in this repository's docs/problems.md.
+const ProblemTypeOverloaded = "https://github.com/tollgate/tollgate/blob/main/docs/problems.md#server-overloaded"
+
 // ContentTypeProblem is the media type of RFC 9457 problem details.
 const ContentTypeProblem = "application/problem+json"
 
 // DefaultDeniedHandler answers 429 Too Many Requests with an
-// application/problem+json body (RFC 9457), d.Problem().
+// application/problem+json body (RFC 9457), d.Problem(); a request the
+// adaptive limit shed (d.Overloaded), 503 Service Unavailable.
 func DefaultDeniedHandler(w Writer, _ keyfuncs.Request, d *Denial) error {
 	w.SetHeader(HeaderContentType, ContentTypeProblem)
+	if d.Overloaded {
+		return w.WriteResponse(503, d.Problem())
+	}
 	return w.WriteResponse(429, d.Problem())
 }
 
@@ -105,8 +123,19 @@ func DefaultDeniedHandler(w Writer, _ keyfuncs.Request, d *Denial) error {
 //	"title":"Request Exceeds Capacity","status":429,
 //	"detail":"The request costs 10 units; the policy admits at most 5 in one request, so it can never pass.",
 //	"cost":10,"capacity":5,"violated-policies":["5-per-1m"]}
+//
+// or, for a request the adaptive limit shed (Overloaded):
+//
+//	{"type":"https://github.com/tollgate/tollgate/blob/main/docs/problems.md#server-overloaded",
+//	"title":"Service Unavailable","status":503,
+//	"detail":"The server is overloaded. Retry after 1 second."}
 func (d *Denial) Problem() []byte {
 	b := make([]byte, 0, 256)
+	if d.Overloaded {
+		b = append(b, `{"type":"`+ProblemTypeOverloaded+`","title":"Service Unavailable","status":503,"detail":"The server is overloaded. Retry after `...)
+		b = appendSeconds(b, d.RetryAfter)
+		return append(b, ".\"}"...)
+	}
 	if d.Capacity > 0 {
 		unit := "units"
 		if u := d.Decision.Limit.Unit; u != "" {
@@ -124,13 +153,8 @@ func (d *Denial) Problem() []byte {
 		b = strconv.AppendInt(b, d.Capacity, 10)
 	} else {
 		b = append(b, `{"type":"`+ProblemType+`","title":"Too Many Requests","status":429,"detail":"Retry after `...)
-		n := max(1, ceilSeconds(d.RetryAfter))
-		b = strconv.AppendInt(b, n, 10)
-		if n == 1 {
-			b = append(b, ` second."`...)
-		} else {
-			b = append(b, ` seconds."`...)
-		}
+		b = appendSeconds(b, d.RetryAfter)
+		b = append(b, `."`...)
 	}
 	b = append(b, `,"violated-policies":[`...)
 	for i, p := range d.Policies {
@@ -140,4 +164,15 @@ func (d *Denial) Problem() []byte {
 		b = appendSFString(b, p) // for printable ASCII, an sf-string is a JSON string
 	}
 	return append(b, "]}"...)
+}
+
+// appendSeconds appends "n second(s)", d in whole seconds rounded up, at
+// least 1.
+func appendSeconds(b []byte, d time.Duration) []byte {
+	n := max(1, ceilSeconds(d))
+	b = strconv.AppendInt(b, n, 10)
+	if n == 1 {
+		return append(b, " second"...)
+	}
+	return append(b, " seconds"...)
 }

@@ -9,6 +9,9 @@
 //	skip?   WithSkip: pass straight to the handler
 //	key     each rule's key function (default keyfuncs.IP())
 //	cost    WithCost (default 1) or WithCostFunc
+//	admit   WithAdaptive: the adaptive concurrency limit admits the request
+//	        or sheds it (503, Retry-After, problem type
+//	        ProblemTypeOverloaded), before any rule charges it
 //	decide  core.Limiter.AllowN on every rule, in order, once per limiter
 //	        state on the request's chain; a denial stops the walk and
 //	        refunds what the chain took
@@ -20,7 +23,8 @@
 //	deny    429 with Retry-After and a problem+json body (WithDeniedHandler)
 //	next    the handler
 //	settle  WithRefundOn, WithReportedCost, WithResponseCost: refund or
-//	        charge the difference between the admitted and the real cost
+//	        charge the difference between the admitted and the real cost;
+//	        release the adaptive limit's unit, with the handler's latency
 //
 // Errors (a key function that fails, a store that fails or hangs past the
 // request's context) go to the ErrorHandler, whose default answers with a

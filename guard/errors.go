@@ -27,3 +27,8 @@ var (
 // nil Limiter in a rule, a negative cost or delay. New's error wraps it
 // and names the option; adapters panic with that error's text.
 var ErrInvalidOption = errors.New("guard: invalid option")
+
+// ErrNilLimiter reports a nil *core.Limiter given to New without
+// WithAdaptive: nothing would limit the requests. Adapters panic with
+// their own message for it.
+var ErrNilLimiter = errors.New("guard: New: nil *core.Limiter")

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
@@ -35,6 +36,8 @@ type Guard struct {
 	respCost  func(Result) int64
 	hookDeny  func(keyfuncs.Request, *Denial)
 	hookError func(keyfuncs.Request, error)
+	adaptive  *adaptive.Limiter                        // nil: none (WithAdaptive)
+	priority  func(keyfuncs.Request) adaptive.Priority // nil: every request critical
 
 	policy     [policySlots]atomic.Pointer[policyCache] // the last listings' policies (headers.go)
 	nextPolicy atomic.Uint32                            // the slot the next new listing takes
@@ -43,21 +46,23 @@ type Guard struct {
 
 // New returns a Guard that limits requests with lim, keyed by
 // keyfuncs.IP() unless WithKey says otherwise, and by the further
-// rules of WithRule. It returns an error for a nil Limiter, and one
+// rules of WithRule. It returns an error wrapping ErrNilLimiter for a nil
+// Limiter, unless WithAdaptive gives an adaptive limit (which then limits
+// alone, with the rules of WithRule if any), and one
 // wrapping ErrInvalidOption, naming the option, for an option given
 // something it cannot use: a nil function (every option that takes a
 // function rejects nil; leave the option out for its default), a nil
 // Limiter in WithRule, a negative cost or max delay, an unknown header
 // style.
 func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
-	if lim == nil {
-		return nil, errors.New("guard: New: nil *core.Limiter")
-	}
 	c := config{cost: 1, maxDelay: DefaultMaxDelay}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
+	}
+	if lim == nil && c.adaptive == nil {
+		return nil, ErrNilLimiter
 	}
 	if c.err != nil {
 		return nil, c.err
@@ -71,8 +76,12 @@ func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
 	if c.onErr == nil {
 		c.onErr = DefaultErrorHandler
 	}
+	var rules []rule
+	if lim != nil {
+		rules = []rule{{lim: lim, key: c.key}}
+	}
 	return &Guard{
-		rules:     append([]rule{{lim: lim, key: c.key}}, c.rules...),
+		rules:     append(rules, c.rules...),
 		cost:      c.cost,
 		costFn:    c.costFn,
 		skip:      c.skip,
@@ -88,6 +97,8 @@ func New(lim *core.Limiter, opts ...Option) (*Guard, error) {
 		respCost:  c.respCost,
 		hookDeny:  c.hookDeny,
 		hookError: c.hookError,
+		adaptive:  c.adaptive,
+		priority:  c.priority,
 	}, nil
 }
 
@@ -158,6 +169,16 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			return g.fail(w, r, next, ch, nil, outer, &guardError{ErrCost, err})
 		}
 		cost = c
+	}
+	var ticket adaptive.Ticket // a unit of the adaptive limit (adaptive.go)
+	if g.adaptive != nil && !slices.Contains(ch.admitted, g.adaptive) {
+		var ok bool
+		if ticket, ok = g.admit(r); !ok {
+			open = false
+			return g.shed(w, r, next, ch, cost)
+		}
+		ch.admitted = append(ch.admitted, g.adaptive)
+		defer g.release(r, &ticket, false) // unless pass released it
 	}
 
 	var ubuf [2]int
@@ -230,7 +251,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	}
 	g.setHeaders(w, &listing{entries: ch.entries, buf: ch.buf[:0]})
 	open = false // the handler's now: pass settles it
-	g.pass(r, next, ch, uses, charges)
+	g.pass(r, next, ch, uses, charges, &ticket)
 	return nil
 }
 
@@ -317,6 +338,12 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 	}
 	ls.extra = append(ls.extra, g.routes.inner(routeOf(r))...)
 	dn.Policies = g.setHeaders(w, &ls)
+	return g.answer(w, r, next, dn)
+}
+
+// answer reports the denial dn to the OnDenied hook and answers it with
+// the DeniedHandler; in dry run, the request goes on instead.
+func (g *Guard) answer(w Writer, r keyfuncs.Request, next Next, dn *Denial) error {
 	if g.hookDeny != nil {
 		g.hookDeny(r, dn)
 	}
@@ -387,7 +414,7 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 // units in flight this middleware acquired (charges) once the handler
 // returns or panics, and learns the policies the middlewares inside this
 // one listed on the route.
-func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, charges []charge) {
+func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, charges []charge, ticket *adaptive.Ticket) {
 	if holds(charges) {
 		defer ch.releaseAll(r, charges)
 	}
@@ -395,6 +422,7 @@ func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, 
 	mark := len(ch.entries) // the entries of the middlewares inside start here
 	if !g.reported && !g.NeedsResult() {
 		next(ctx)
+		g.release(r, ticket, !ch.stopped)
 		g.learn(r, ch, mark)
 		return
 	}
@@ -411,6 +439,7 @@ func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, 
 	}()
 	res := next(ctx)
 	done = true
+	g.release(r, ticket, !ch.stopped)
 	g.settle(r, ch, uses, res, slot)
 	g.learn(r, ch, mark)
 }

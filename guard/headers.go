@@ -223,7 +223,7 @@ func (g *Guard) setHeaders(w Writer, ls *listing) []string {
 // legacy fields carry: the denying one, or the one with the least
 // remaining; -1 when every one is hidden.
 func binding(ls *listing) int {
-	if ls.dn != nil && !ls.entries[ls.denied].hidden() {
+	if ls.dn != nil && ls.denied < len(ls.entries) && !ls.entries[ls.denied].hidden() {
 		return ls.denied
 	}
 	at := -1

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
@@ -57,6 +58,8 @@ type config struct {
 	respCost  func(Result) int64
 	hookDeny  func(keyfuncs.Request, *Denial)
 	hookError func(keyfuncs.Request, error)
+	adaptive  *adaptive.Limiter
+	priority  func(keyfuncs.Request) adaptive.Priority
 	err       error // the first invalid option
 }
 

@@ -43,5 +43,9 @@ func wrap(h http.Handler, layers []guardtest.Layer) http.Handler {
 	return h
 }
 
+// TestAdaptive holds the adaptive limit to the requests in the handler:
+// shedding, priorities, panics.
+func TestAdaptive(t *testing.T) { guardtest.RunAdaptive(t, build) }
+
 // TestConformanceLeased runs the table with leases on (package lease).
 func TestConformanceLeased(t *testing.T) { guardtest.RunLeased(t, build, false) }

@@ -2,6 +2,7 @@ package nethttp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -30,16 +31,17 @@ import (
 // of any ResponseWriter, the handler must not use it once it returns:
 // wrappers are reused.
 //
-// New panics if lim is nil or an option is invalid (a nil function, a
+// New panics if lim is nil (unless WithAdaptive gives an adaptive limit,
+// which then limits alone) or an option is invalid (a nil function, a
 // negative cost or max delay, a nil limiter in WithRule, an unknown header
 // style), with a message that names the option: programmer errors, caught
 // at startup. The middleware is
 // safe for concurrent use.
 func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
-	if lim == nil {
-		panic("nethttp: New: nil *core.Limiter")
-	}
 	g, err := guard.New(lim, opts...)
+	if errors.Is(err, guard.ErrNilLimiter) {
+		panic("nethttp: New: nil *core.Limiter (pass one, or WithAdaptive)")
+	}
 	if err != nil {
 		panic("nethttp: New: " + err.Error())
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -151,4 +152,21 @@ func WithOnError(fn func(r *http.Request, err error)) Option {
 		return guard.Invalid("WithOnError", "nil function")
 	}
 	return guard.WithOnError(func(r keyfuncs.Request, err error) { fn(Request(r), err) })
+}
+
+// WithAdaptive applies the adaptive concurrency limit lim (package
+// adaptive) before the rules: a request it sheds gets 503 with
+// Retry-After and a problem+json body, and is charged nothing by the
+// rules. With it, New accepts a nil *core.Limiter: the adaptive limit
+// alone. It is guard.WithAdaptive. Default: none.
+func WithAdaptive(lim *adaptive.Limiter) Option { return guard.WithAdaptive(lim) }
+
+// WithPriority chooses each request's priority for the adaptive limit:
+// adaptive.Sheddable requests are shed first. It is guard.WithPriority
+// over *http.Request. Default: every request adaptive.Critical.
+func WithPriority(fn func(r *http.Request) adaptive.Priority) Option {
+	if fn == nil {
+		return guard.Invalid("WithPriority", "nil function")
+	}
+	return guard.WithPriority(func(r keyfuncs.Request) adaptive.Priority { return fn(Request(r)) })
 }

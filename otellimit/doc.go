@@ -27,6 +27,10 @@
 //	tollgate.store.compensations    counter   {operation}  ratelimit.store, .compensation.result: undone, failed
 //	tollgate.store.redirects        counter   {operation}  ratelimit.store (Redis Cluster)
 //	tollgate.store.topology_reloads counter   {reload}     ratelimit.store (Redis Cluster)
+//	tollgate.adaptive.limit         gauge     {request}    ratelimit.limiter (package adaptive)
+//	tollgate.adaptive.in_flight     gauge     {request}    ratelimit.limiter
+//	tollgate.adaptive.latency       gauge     s            ratelimit.limiter: the no-load latency estimate
+//	tollgate.adaptive.shed          counter   {request}    ratelimit.limiter: requests shed
 //
 // ratelimit.outcome is one of allowed, denied, dry_run_denied,
 // failed_open, failed_closed, fallback_allowed, fallback_denied, invalid,

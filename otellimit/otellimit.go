@@ -91,6 +91,10 @@ type Observer struct {
 	compensations      metric.Int64Counter
 	redirects          metric.Int64Counter
 	topologyReloads    metric.Int64Counter
+	adaptiveLimit      metric.Int64Gauge
+	adaptiveInFlight   metric.Int64Gauge
+	adaptiveLatency    metric.Float64Gauge
+	adaptiveShed       metric.Int64Counter
 	withKey            bool
 
 	// The options of each label combination seen, so that a decision of a
@@ -164,6 +168,13 @@ func New(opts ...Option) (*Observer, error) {
 	o.compensations = counter("tollgate.store.compensations", "{operation}", "Operations a Tollgate Redis store undid because their caller gave up.")
 	o.redirects = counter("tollgate.store.redirects", "{operation}", "Operations a Tollgate Redis store sent again after a Cluster node refused them unrun.")
 	o.topologyReloads = counter("tollgate.store.topology_reloads", "{reload}", "Times a Tollgate Redis store had the Cluster client reload the cluster's topology.")
+	o.adaptiveLimit = gauge("tollgate.adaptive.limit", "{request}", "The limit of a Tollgate adaptive concurrency limit (critical requests), as of its last window.")
+	o.adaptiveInFlight = gauge("tollgate.adaptive.in_flight", "{request}", "Requests in flight under a Tollgate adaptive concurrency limit, as of its last window.")
+	lat, err := m.Float64Gauge("tollgate.adaptive.latency", metric.WithUnit("s"),
+		metric.WithDescription("The no-load latency estimate of a Tollgate adaptive concurrency limit."))
+	errs = append(errs, err)
+	o.adaptiveLatency = lat
+	o.adaptiveShed = counter("tollgate.adaptive.shed", "{request}", "Requests a Tollgate adaptive concurrency limit shed (answered 503).")
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("otellimit: New: %w", err)
 	}
@@ -283,6 +294,14 @@ func (o *Observer) ObserveEvent(ctx context.Context, e *core.Event) {
 		o.redirects.Add(ctx, n, store)
 	case core.EventTopologyReload:
 		o.topologyReloads.Add(ctx, n, store)
+	case core.EventAdaptive:
+		limiter := metric.WithAttributes(AttrLimiter.String(e.Limiter))
+		o.adaptiveLimit.Record(ctx, e.Limit, limiter)
+		o.adaptiveInFlight.Record(ctx, e.InFlight, limiter)
+		o.adaptiveLatency.Record(ctx, e.Latency.Seconds(), limiter)
+		if e.Count > 0 {
+			o.adaptiveShed.Add(ctx, e.Count, limiter)
+		}
 	}
 }
 

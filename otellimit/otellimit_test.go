@@ -81,6 +81,10 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) (map[string]float64, 
 				for _, p := range d.DataPoints {
 					out[key(m.Name, p.Attributes)] = float64(p.Value)
 				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = p.Value
+				}
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					out[key(m.Name+"_count", p.Attributes)] = float64(p.Count)
@@ -132,6 +136,8 @@ func TestMetricsOfAScriptedSequence(t *testing.T) {
 		{Kind: core.EventRedirect, Store: "redisstore", Count: 3},
 		{Kind: core.EventTopologyReload, Store: "redisstore", Count: 1},
 		{Kind: core.EventStoreFailure, Store: "redisstore", Count: 1, Err: refused},
+		{Kind: core.EventAdaptive, Limiter: "edge", Count: 7, Limit: 15, InFlight: 12, Latency: 20 * time.Millisecond},
+		{Kind: core.EventAdaptive, Limiter: "edge", Count: 0, Limit: 16, InFlight: 3, Latency: 20 * time.Millisecond},
 	} {
 		obs.ObserveEvent(ctx, &e)
 	}
@@ -158,6 +164,10 @@ func TestMetricsOfAScriptedSequence(t *testing.T) {
 		"tollgate.store.redirects{ratelimit.store=redisstore}":                                                                            3,
 		"tollgate.store.topology_reloads{ratelimit.store=redisstore}":                                                                     1,
 		"tollgate.store.failures{ratelimit.store=redisstore}":                                                                             1,
+		"tollgate.adaptive.limit{ratelimit.limiter=edge}":                                                                                 16,
+		"tollgate.adaptive.in_flight{ratelimit.limiter=edge}":                                                                             3,
+		"tollgate.adaptive.latency{ratelimit.limiter=edge}":                                                                               0.02,
+		"tollgate.adaptive.shed{ratelimit.limiter=edge}":                                                                                  7,
 	}
 	for k, v := range want {
 		g, ok := got[k]

@@ -29,6 +29,10 @@
 //	tollgate_store_compensations_total{store, result}                counter, Redis: undone, failed
 //	tollgate_store_redirects_total{store}                            counter, Redis Cluster
 //	tollgate_store_topology_reloads_total{store}                     counter, Redis Cluster
+//	tollgate_adaptive_limit{limiter}                                 gauge, adaptive limit (package adaptive)
+//	tollgate_adaptive_in_flight{limiter}                             gauge, its requests in flight
+//	tollgate_adaptive_latency_seconds{limiter}                       gauge, its no-load latency estimate
+//	tollgate_adaptive_shed_total{limiter}                            counter, requests it shed
 //
 // policy is the binding limit's name (the one that denied, or the closest
 // to exhaustion); outcome is one of allowed, denied, dry_run_denied,

@@ -75,6 +75,10 @@ type Observer struct {
 	compensations       *prometheus.CounterVec
 	redirects           *prometheus.CounterVec
 	topologyReloads     *prometheus.CounterVec
+	adaptiveLimit       *prometheus.GaugeVec
+	adaptiveInFlight    *prometheus.GaugeVec
+	adaptiveLatency     *prometheus.GaugeVec
+	adaptiveShed        *prometheus.CounterVec
 	all                 []prometheus.Collector
 
 	// The metrics of each label combination seen, so that a decision of a
@@ -166,10 +170,22 @@ func New(opts ...Option) (*Observer, error) {
 		topologyReloads: counter("store_topology_reloads_total",
 			"Times a Tollgate Redis store had the Cluster client reload the cluster's topology.",
 			"store"),
+		adaptiveLimit: gauge("adaptive_limit",
+			"The limit of a Tollgate adaptive concurrency limit (critical requests), as of its last window.",
+			"limiter"),
+		adaptiveInFlight: gauge("adaptive_in_flight",
+			"Requests in flight under a Tollgate adaptive concurrency limit, as of its last window.",
+			"limiter"),
+		adaptiveLatency: gauge("adaptive_latency_seconds",
+			"The no-load latency estimate of a Tollgate adaptive concurrency limit.",
+			"limiter"),
+		adaptiveShed: counter("adaptive_shed_total",
+			"Requests a Tollgate adaptive concurrency limit shed (answered 503).",
+			"limiter"),
 	}
 	o.all = []prometheus.Collector{o.decisions, o.cost, o.storeDuration, o.wait, o.breakerState,
 		o.breakerTransitions, o.keys, o.evictions, o.storeFailures, o.scriptLoads, o.compensations,
-		o.redirects, o.topologyReloads}
+		o.redirects, o.topologyReloads, o.adaptiveLimit, o.adaptiveInFlight, o.adaptiveLatency, o.adaptiveShed}
 	m := make(map[childKey]*child)
 	o.children.Store(&m)
 	return o, nil
@@ -281,6 +297,11 @@ func (o *Observer) ObserveEvent(_ context.Context, e *core.Event) {
 		o.redirects.WithLabelValues(e.Store).Add(n)
 	case core.EventTopologyReload:
 		o.topologyReloads.WithLabelValues(e.Store).Add(n)
+	case core.EventAdaptive:
+		o.adaptiveLimit.WithLabelValues(e.Limiter).Set(float64(e.Limit))
+		o.adaptiveInFlight.WithLabelValues(e.Limiter).Set(float64(e.InFlight))
+		o.adaptiveLatency.WithLabelValues(e.Limiter).Set(e.Latency.Seconds())
+		o.adaptiveShed.WithLabelValues(e.Limiter).Add(float64(e.Count))
 	}
 }
 

@@ -132,6 +132,8 @@ func TestMetricsOfAScriptedSequence(t *testing.T) {
 		{Kind: core.EventRedirect, Store: "redisstore", Count: 3},
 		{Kind: core.EventTopologyReload, Store: "redisstore", Count: 1},
 		{Kind: core.EventStoreFailure, Store: "redisstore", Count: 1, Err: refused},
+		{Kind: core.EventAdaptive, Limiter: "edge", Count: 7, Limit: 15, InFlight: 12, Latency: 20 * time.Millisecond},
+		{Kind: core.EventAdaptive, Limiter: "edge", Count: 0, Limit: 16, InFlight: 3, Latency: 20 * time.Millisecond},
 	} {
 		obs.ObserveEvent(ctx, &e)
 	}
@@ -164,6 +166,10 @@ func TestMetricsOfAScriptedSequence(t *testing.T) {
 		`tollgate_store_redirects_total{store="redisstore"}`:                     3,
 		`tollgate_store_topology_reloads_total{store="redisstore"}`:              1,
 		`tollgate_store_failures_total{store="redisstore"}`:                      1,
+		`tollgate_adaptive_limit{limiter="edge"}`:                                16,
+		`tollgate_adaptive_in_flight{limiter="edge"}`:                            3,
+		`tollgate_adaptive_latency_seconds{limiter="edge"}`:                      0.02,
+		`tollgate_adaptive_shed_total{limiter="edge"}`:                           7,
 	}
 	for k, v := range want {
 		g, ok := got[k]

@@ -23,19 +23,52 @@ func markExpiry(sh *shape, m Mark) int64 {
 
 func logRoll(sh *shape, st *State, now int64) { dropExpired(sh, st, now) }
 
-// release removes the acquisition of lease from a Concurrency log, if it
-// is still there: a second release of one lease changes nothing.
+// release ends the acquisition of lease on a Concurrency log, if it is
+// still there: a second release of one lease changes nothing. It costs
+// O(log n) in the marks held, amortized: the log is in lease order
+// (leases only grow), so the mark is found by binary search and zeroed in
+// place rather than cut out (which moved every newer mark). Zeroed marks
+// count nothing, and markNeed, markReport and dropExpired read them as
+// the absent marks they stand for: those at either end are trimmed at
+// once, so the oldest and newest marks are always live, and the log is
+// compacted when zeroed marks outnumber live ones (n > 2·A + 16, each live
+// mark holding at least one unit), which the releases since the last
+// compaction pay for.
 func release(st *State, lease int64) {
-	for i, m := range st.Log {
-		if m.At == lease {
-			st.A -= m.N
-			st.Log = append(st.Log[:i], st.Log[i+1:]...)
-			return
-		}
-		if m.At > lease {
-			return
+	log := st.Log
+	lo, hi := 0, len(log)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if log[mid].At < lease {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
 	}
+	if lo == len(log) || log[lo].At != lease || log[lo].N == 0 {
+		return
+	}
+	st.A -= log[lo].N
+	log[lo].N = 0
+	first, end := 0, len(log)
+	for first < end && log[first].N == 0 {
+		first++
+	}
+	for end > first && log[end-1].N == 0 {
+		end--
+	}
+	log = log[first:end]
+	if int64(len(log)) > 2*st.A+16 {
+		live := log[:0]
+		for _, m := range log {
+			if m.N != 0 {
+				live = append(live, m)
+			}
+		}
+		clear(log[len(live):])
+		log = live
+	}
+	st.Log = log
 }
 
 func bucketRoll(sh *shape, st *State, now int64) { dropExpired(sh, st, now) }

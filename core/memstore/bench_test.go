@@ -3,9 +3,11 @@ package memstore_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/memstore"
@@ -140,5 +142,50 @@ func BenchmarkFlood(b *testing.B) {
 				b.Fatalf("no key was evicted: the store was not full")
 			}
 		})
+	}
+}
+
+// BenchmarkInFlightAllowRelease is one AllowN and one Release of an
+// InFlight limit on a hot key that holds n units already: its cost must
+// not grow with n. The release ends the oldest acquisition (requests
+// finishing in order) or a random one.
+func BenchmarkInFlightAllowRelease(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{10, 1_000, 10_000, 60_000} {
+		for _, order := range []string{"oldest", "random"} {
+			b.Run(order+"/"+strconv.Itoa(n), func(b *testing.B) {
+				lim, _ := newLimiter(b, core.InFlight(core.MaxLogQuota, time.Hour))
+				held := make([]int64, 0, n+1)
+				for range n {
+					d, err := lim.Allow(ctx, "hot")
+					if err != nil || !d.Allowed {
+						b.Fatalf("Allow = %+v, %v while filling", d, err)
+					}
+					held = append(held, d.Lease)
+				}
+				rng := rand.New(rand.NewPCG(1, 2))
+				b.ReportAllocs()
+				for b.Loop() {
+					d, err := lim.Allow(ctx, "hot")
+					if err != nil || !d.Allowed {
+						b.Fatalf("Allow = %+v, %v with %d in flight", d, err, n)
+					}
+					held = append(held, d.Lease)
+					i := 0 // held is in lease order: the oldest first
+					if order == "random" {
+						i = rng.IntN(len(held))
+					}
+					if _, err := lim.Release(ctx, "hot", held[i]); err != nil {
+						b.Fatal(err)
+					}
+					if i == 0 {
+						held = held[1:]
+					} else {
+						held[i] = held[len(held)-1]
+						held = held[:len(held)-1]
+					}
+				}
+			})
+		}
 	}
 }

@@ -140,3 +140,5 @@ func TestChiRoutePatternKey(t *testing.T) {
 		}
 	}
 }
+
+func TestAdaptiveChi(t *testing.T) { guardtest.RunAdaptive(t, buildChi) }
