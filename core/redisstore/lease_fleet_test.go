@@ -126,6 +126,7 @@ type fleetRun struct {
 	addr    string                   // the Redis; "": TOLLGATE_REDIS_ADDR
 	cluster string                   // the cluster's masters, comma-separated, instead
 	midway  func(procs []*fleetProc) // called half way through, if set
+	prefix  string                   // the store's key prefix; "": a fresh one
 }
 
 // runFleet runs processes of the given demands on one key of limit alg
@@ -138,7 +139,10 @@ func runFleet(t *testing.T, r fleetRun) []*fleetProc {
 	if addr == "" && r.cluster == "" {
 		addr = env(t, "TOLLGATE_REDIS_ADDR")
 	}
-	prefix := testPrefix()
+	prefix := r.prefix
+	if prefix == "" {
+		prefix = testPrefix()
+	}
 	start := time.Now().Add(1500 * time.Millisecond) // the processes start and connect
 	procs := make([]*fleetProc, len(demand))
 	for i, rate := range demand {
@@ -355,6 +359,57 @@ func TestLeasedFleetFaults(t *testing.T) {
 		t.Logf("%d errors (answered by the failure policy); admissions per window %v", errs, perWindow)
 		if errs == 0 {
 			t.Errorf("no errors while Redis was stopped for 300ms: the instances admitted beyond what they held")
+		}
+	})
+	t.Run("a Reset from another process while leases are held", func(t *testing.T) {
+		// The test process resets the fleet's key through a store
+		// without leases, early in a window. The Reset replenishes the
+		// shared state; the instances do not see it until their slices'
+		// leases end, and may spend what they hold, which was charged
+		// before it. So the window of the Reset admits at most what was
+		// charged before the Reset (its quota, spent before or after it)
+		// and a fresh quota after it: twice its quota, as it would
+		// without leases had every slice been spent before the Reset.
+		// Every other window admits at most its quota.
+		prefix := testPrefix()
+		c := newClient(t)
+		rs, err := New(c, WithPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		plain, err := core.New(rs, fleetLimitOf("fixed-window"), core.WithName("fleet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resetAt int64
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, prefix: prefix, midway: func([]*fleetProc) {
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 200*time.Millisecond)))
+			resetAt = time.Now().UnixMicro()
+			if _, err := plain.Reset(context.Background(), "hot"); err != nil {
+				t.Error(err)
+			}
+		}})
+		perWindow := map[int64]int{}
+		for _, p := range procs {
+			for _, a := range p.admitted {
+				if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
+					perWindow[w0]++
+				}
+			}
+		}
+		rw := resetAt / 1e6
+		t.Logf("Reset in window %d; admissions per window %v", rw, perWindow)
+		for w, n := range perWindow {
+			switch {
+			case w == rw && n > 2*fleetLimit:
+				t.Errorf("window %d, of the Reset: %d admissions, more than the quota charged before the Reset and a fresh one after it (%d)", w, n, 2*fleetLimit)
+			case w != rw && n > fleetLimit:
+				t.Errorf("window %d: %d admissions, limit %d", w, n, fleetLimit)
+			}
+		}
+		if _, n := used(perWindow); n == 0 {
+			t.Error("no whole window inside the run: the test measured nothing")
 		}
 	})
 	t.Run("the 3-master cluster", func(t *testing.T) {
