@@ -308,6 +308,16 @@ func used(perWindow map[int64]int) (n, windows int) {
 // 300ms (instances spend what they hold, then the failure policy answers),
 // and on the 3-master cluster. In every window the admissions stay within
 // the limit.
+// concurrentUnderRace runs t beside the other fleets of its test when the
+// race detector is on: only the windows' bounds are checked then (use and
+// shares need the cores to themselves), and the runs, which mostly wait,
+// share the cores instead of adding up their seconds.
+func concurrentUnderRace(t *testing.T) {
+	if raceBuild {
+		t.Parallel()
+	}
+}
+
 func TestLeasedFleetFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process runs of a few seconds")
@@ -315,6 +325,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 	const dur = 3 * time.Second
 	demand := []float64{fleetLimit / 2, fleetLimit / 2, fleetLimit / 2, fleetLimit / 2} // twice the limit
 	t.Run("an instance SIGKILLed", func(t *testing.T) {
+		concurrentUnderRace(t)
 		var killedAt int64
 		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, midway: func(procs []*fleetProc) {
 			procs[0].killed = true
@@ -329,6 +340,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 		}
 	})
 	t.Run("an instance SIGSTOPped for 1.2s", func(t *testing.T) {
+		concurrentUnderRace(t)
 		// Its slices' leases end while it is stopped: resumed, it must
 		// not spend them in the windows that followed.
 		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, midway: func(procs []*fleetProc) {
@@ -340,6 +352,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 		t.Logf("admissions per window %v", perWindow)
 	})
 	t.Run("Redis SIGSTOPped for 300ms", func(t *testing.T) {
+		concurrentUnderRace(t)
 		srv := startServer(t)
 		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, addr: srv.addr, midway: func([]*fleetProc) {
 			// At a window's start, when every instance's leases have
@@ -362,6 +375,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 		}
 	})
 	t.Run("a Reset from another process while leases are held", func(t *testing.T) {
+		concurrentUnderRace(t)
 		// The test process resets the fleet's key through a store
 		// without leases, early in a window. The Reset replenishes the
 		// shared state; the instances do not see it until their slices'
