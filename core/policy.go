@@ -188,7 +188,9 @@ func isFailure(ctx context.Context, err error) bool {
 func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *Observation) (Decision, error) {
 	if la, ok := l.store.(localApplier); ok { // decided in memory: no timeout, no breaker
 		if res, ok := la.ApplyLocal(op); ok {
-			return decision(limits, op.Cost, &res), nil
+			d := decision(limits, op.Cost, &res)
+			d.charged(op.Kind, res.At) // the reservation's time: where its units were charged
+			return d, nil
 		}
 	}
 	var b *breaker
