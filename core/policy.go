@@ -226,10 +226,16 @@ func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *O
 	case !isFailure(ctx, err):
 		return Decision{}, err
 	}
-	if b != nil {
-		b.failure(ctx, start, b.now(), err)
+	if b == nil {
+		return l.fail(ctx, op, limits, err, o)
 	}
-	return l.fail(ctx, op, limits, err, o)
+	// The failure's line before the breaker's: the cause, then what it
+	// opened. The breaker counts the call as it ended, not after the
+	// policy answered.
+	end := b.now()
+	d, ferr := l.fail(ctx, op, limits, err, o)
+	b.failure(ctx, start, end, err)
+	return d, ferr
 }
 
 // fail reports err (to the log, the hook and o) and applies the failure
