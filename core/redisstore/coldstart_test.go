@@ -60,7 +60,8 @@ func (h *commandCounts) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // now dials the pool and loads the generic script, and a plan's own
 // script is loaded once, in the background, while its first calls run
 // the loaded generic one: a burst of first calls on a fresh client dials
-// nothing more and sends no script text (EVAL).
+// nothing more and sends no script text (EVAL), and none of its calls
+// fails.
 func TestColdStartDialsAndLoadsBeforeTheFirstCall(t *testing.T) {
 	addr := env(t, "TOLLGATE_REDIS_ADDR")
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
@@ -106,7 +107,11 @@ func TestColdStartDialsAndLoadsBeforeTheFirstCall(t *testing.T) {
 		t.Errorf("%d SCRIPT LOADs, want the warm-up's and one for the plan's own script (a second if the first raced the check)", n)
 	}
 	if n := failed.Load(); n > 0 {
-		t.Logf("%d of 320 first calls failed (a loaded machine: none of them waited for a dial or a script)", n)
+		// A healthy Redis answers from the first request (issue 23: 36
+		// of a cold start's first decisions timed out while go-redis
+		// dialled and every call sent the script's text). On a machine
+		// loaded far past its cores a 100 ms deadline can still pass.
+		t.Errorf("%d of 320 first calls failed on a healthy Redis, want none", n)
 	}
 	if d := c.PoolStats().Misses - dialled; d > 64 {
 		t.Logf("the burst dialled %d more connections", d)
