@@ -209,6 +209,7 @@ func TestLeasedFleet(t *testing.T) {
 		{"one process asking 70%", []float64{0.7, 0.1, 0.1, 0.1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			concurrentUnderRace(t)
 			demand := make([]float64, len(tt.demand))
 			for i, f := range tt.demand {
 				demand[i] = f * 2 * fleetLimit
