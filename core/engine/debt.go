@@ -109,9 +109,10 @@ func (sh *shape) wideUsage(st *State) (used, full *big.Int) {
 		used = mul(st.B, sh.Period-sh.e)
 		return used.Add(used, mul(st.C, sh.Period)), mul(sh.Quota, sh.Period)
 	}
-	d, _ := wideDebt(sh, st)
-	used = mul(d.w, sh.Quota)
-	return used.Add(used, big.NewInt(d.f)), mul(sh.Capacity, sh.Period)
+	x, _ := wideDebt(sh, st)
+	used = new(big.Int).SetUint64(x.hi)
+	used.Lsh(used, 64).Add(used, new(big.Int).SetUint64(x.lo))
+	return used, mul(sh.Capacity, sh.Period)
 }
 
 // wideRatio is Debt's used/full, as it rounds it.

@@ -81,10 +81,9 @@ func fastGCRA(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	return res.Reset
 }
 
-// fastWide is the fast path of a wide GCRA or TokenBucket (wide.go): TAT =
-// A + B/Q, and the debt max(TAT − now, 0) as a span, capped.
+// fastWide is the fast path of a wide GCRA or TokenBucket (wide.go):
+// fastGCRA's steps in 128 bits.
 func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
-	sh := shape{Limit: *l, tt: now}
 	q, capa, p := l.Quota, l.Capacity, l.Period
 	if st.Ident != l.Ident {
 		*st = State{Ident: l.Ident, A: now, Log: st.Log[:0]}
@@ -95,38 +94,39 @@ func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	if st.A < now {
 		st.A, st.B = now, 0
 	}
-	limit := sh.units(DebtFactor * capa)
-	d := span{st.A - now, st.B}
-	over := d.cmp(limit) > 0
+	limit := mul128(DebtFactor*capa, p)
+	debt := mul128(st.A-now, q).plus(u128{0, uint64(st.B)})
+	over := limit.less(debt)
 	if over {
-		d = limit
+		debt = limit
 	}
 	c := op.Cost
 	*res = Result{}
 	if c > capa {
 		res.Retry = -1
-	} else if room := sh.units(capa - c); d.cmp(room) > 0 {
-		res.Retry = sh.minus(d, room).ceil()
+	} else if room := mul128(capa-c, p); room.less(debt) {
+		res.Retry = debt.minus(room).ceilDiv(q)
 	} else {
 		res.Allowed = true
 		if op.Kind == Take && c > 0 && !over {
-			if d = sh.plus(d, sh.units(c)); d.cmp(limit) > 0 {
-				d = limit
+			if debt = debt.plus(mul128(c, p)); limit.less(debt) {
+				debt = limit
 			}
-			st.A, st.B = now+d.w, d.f
+			st.A, st.B = debt.divMod(q)
+			st.A += now
 		}
 	}
-	rem := max(capa-mulAddCeilDiv(d.w, q, d.f, p), 0)
-	res.Remaining, res.Reset = rem, d.ceil()
+	rem := max(capa-debt.ceilDiv(p), 0)
+	res.Remaining, res.Reset = rem, debt.ceilDiv(q)
 	// The window: take rem, then when does one unit pass.
-	d2 := d
+	d2 := debt
 	if rem > 0 && !over {
-		if d2 = sh.plus(d, sh.units(rem)); d2.cmp(limit) > 0 {
+		if d2 = debt.plus(mul128(rem, p)); limit.less(d2) {
 			d2 = limit
 		}
 	}
-	if room := sh.units(capa - 1); d2.cmp(room) > 0 {
-		res.Window = sh.minus(d2, room).ceil()
+	if room := mul128(capa-1, p); room.less(d2) {
+		res.Window = d2.minus(room).ceilDiv(q)
 	}
 	return res.Reset
 }

@@ -118,7 +118,7 @@ func (sh *shape) giveBack(st *State, now, r int64, rc *Receipt, reset int64) {
 		markBack(st, floorDiv(lo, sh.Precision), floorDiv(rc.At, sh.Precision), r)
 	case TokenBucket, GCRA, LeakyBucket:
 		if sh.Wide {
-			if x := sh.wideCredit(r, lo, reset); x != (span{}) {
+			if x := sh.wideCredit(r, lo, reset); x != (u128{}) {
 				wideBack(sh, st, x)
 			}
 			return
