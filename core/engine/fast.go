@@ -102,6 +102,7 @@ func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	}
 	c := op.Cost
 	*res = Result{}
+	took := false
 	if c > capa {
 		res.Retry = -1
 	} else if room := mul128(capa-c, p); room.less(debt) {
@@ -112,12 +113,20 @@ func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 			if debt = debt.plus(mul128(c, p)); limit.less(debt) {
 				debt = limit
 			}
-			st.A, st.B = debt.divMod(q)
-			st.A += now
+			took = true
 		}
 	}
+	// TAT − now = debt/Q: the new state's registers, and Reset.
+	dq, dr := debt.divMod(q)
+	if took {
+		st.A, st.B = now+dq, dr
+	}
+	res.Reset = dq
+	if dr != 0 {
+		res.Reset++
+	}
 	rem := max(capa-debt.ceilDiv(p), 0)
-	res.Remaining, res.Reset = rem, debt.ceilDiv(q)
+	res.Remaining = rem
 	// The window: take rem, then when does one unit pass.
 	d2 := debt
 	if rem > 0 && !over {
