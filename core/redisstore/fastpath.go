@@ -78,7 +78,7 @@ type scriptData struct {
 // A fastLimit is one limit of a specialized script: the numbers its steps
 // use, each an integer of magnitude at most 2^53 (core's bound), so exact
 // in Lua. A wide limit (engine.Limit.Wide) has none: its plan takes the
-// generic script, whose general path computes it exactly.
+// generic script, which computes it exactly (its products pass 2^53).
 type fastLimit struct {
 	N                   int    // position among the limits, from 1: its locals are A<N>, B<N>, …
 	Alg                 string // "fixed", "sliding", "token" or "gcra" (GCRA and LeakyBucket)
