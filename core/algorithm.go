@@ -127,5 +127,5 @@ func Algorithms() []Algorithm {
 }
 
 // rated reports whether the algorithm refills continuously at Q per P
-// (TokenBucket, GCRA, LeakyBucket): those use Burst and a time tick.
+// (TokenBucket, GCRA, LeakyBucket): those use Burst.
 func (a Algorithm) rated() bool { return a == TokenBucket || a == GCRA || a == LeakyBucket }
