@@ -125,17 +125,24 @@ func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	if dr != 0 {
 		res.Reset++
 	}
-	rem := max(capa-debt.ceilDiv(p), 0)
-	res.Remaining = rem
-	// The window: take rem, then when does one unit pass.
-	d2 := debt
-	if rem > 0 && !over {
-		if d2 = debt.plus(mul128(rem, p)); limit.less(d2) {
-			d2 = limit
-		}
+	qp, rp := debt.divMod(p) // the units the debt holds: ⌈debt/P⌉
+	if rp != 0 {
+		qp++
 	}
-	if room := mul128(capa-1, p); room.less(d2) {
-		res.Window = d2.minus(room).ceilDiv(q)
+	rem := max(capa-qp, 0)
+	res.Remaining = rem
+	// The window: take rem, then when does one unit pass. Taking rem > 0
+	// leaves the debt at capa·P less ⌈debt/P⌉·P − debt, under the cap, so
+	// one unit more exceeds (capa − 1)·P by debt mod P, or by P on a
+	// multiple of P: a division of 64 bits.
+	if rem > 0 {
+		e := p
+		if rp != 0 {
+			e = rp
+		}
+		res.Window = ceilDiv(e, q)
+	} else if room := mul128(capa-1, p); room.less(debt) {
+		res.Window = debt.minus(room).ceilDiv(q)
 	}
 	return res.Reset
 }
