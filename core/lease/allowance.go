@@ -88,12 +88,30 @@ type allowance struct {
 
 // take decides a Take of op.Cost (1 ≤ cost ≤ capacity) on a leasable plan.
 func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) {
-	a := s.entry(op.Plan, op.Key)
-	if a == nil { // a hash collision with other limits: per request
-		s.stats.passed.Add(1)
-		return s.shared.Apply(ctx, *op)
-	}
 	now := s.now(op)
+	a := s.lookup(op.Plan, op.Key)
+	if a == nil {
+		if s.recent != nil && !s.recent.again(op.Plan, op.Key, now) {
+			// Not asked about lately: decided by the shared
+			// store, as without leases (recent.go). A denial is
+			// remembered all the same.
+			s.stats.waits.Add(1)
+			res, err := s.call(ctx, *op)
+			if err == nil && !res.Allowed && res.Retry >= 0 {
+				if a := s.entry(op.Plan, op.Key); a != nil {
+					a.mu.Lock()
+					a.observe(&res, 0, now)
+					a.refused(&res, op.Cost, now)
+					a.mu.Unlock()
+				}
+			}
+			return res, err
+		}
+		if a = s.entry(op.Plan, op.Key); a == nil { // a hash collision with other limits: per request
+			s.stats.passed.Add(1)
+			return s.shared.Apply(ctx, *op)
+		}
+	}
 	if res, ok := a.fast(op.Cost, now, op.Now); ok {
 		s.stats.local.Add(1)
 		return res, nil
@@ -109,9 +127,8 @@ func (s *Store) take(ctx context.Context, op *engine.Op) (engine.Result, error) 
 	waited := false
 	for {
 		a.expire(now)
-		if a.held() >= op.Cost {
+		if a.held() >= op.Cost && a.spend(op.Cost) {
 			a.want -= op.Cost // counted as spent
-			a.spend(op.Cost)
 			res := a.local(now)
 			renew := a.shouldRenew(now)
 			a.mu.Unlock()
@@ -212,11 +229,7 @@ func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, claime
 	a.observe(&res, extra, sent)
 	if !res.Allowed {
 		if res.Retry >= 0 && len(claimed) == 0 {
-			a.denyUntil = sent + min(res.Retry, s.conf.maxLease.Microseconds())
-			a.denyCost, a.denyAt = op.Cost, sent
-			d := res
-			d.Limits = append([]engine.LimitResult(nil), res.Limits...)
-			a.deny = &d
+			a.refused(&res, op.Cost, sent)
 		}
 		addHeld(op.Plan, &res, a.held(), true)
 		return res, nil
@@ -228,6 +241,17 @@ func (s *Store) reserve(ctx context.Context, a *allowance, op *engine.Op, claime
 		a.addLot(extra, &res, need+extra+burn, sent, epoch, op.Now)
 	}
 	return a.local(sent), nil
+}
+
+// refused remembers res, the shared store's denial of a Take of cost sent
+// at sent: Takes of at least cost are denied in process until its Retry
+// (at most a lease later).
+func (a *allowance) refused(res *engine.Result, cost, sent int64) {
+	a.denyUntil = sent + min(res.Retry, a.s.conf.maxLease.Microseconds())
+	a.denyCost, a.denyAt = cost, sent
+	d := *res
+	d.Limits = append([]engine.LimitResult(nil), res.Limits...)
+	a.deny = &d
 }
 
 // call runs op on the shared store; after Close, only give-backs.

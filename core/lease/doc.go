@@ -127,9 +127,17 @@
 // often and hold more: a proportional share of the quota, as in Doorman.
 // As the quota runs out, share × remaining drops below one unit and
 // every request goes to the shared store on its own, so the last units
-// go to whoever asks first, not to whoever reserved early. A key's first
-// request goes alone (nothing is known of its demand), so cold keys cost
-// what they cost without leases: one round trip, no give-back.
+// go to whoever asks first, not to whoever reserved early.
+//
+// A key gets an allowance once it is asked about twice within a renew
+// interval (or at once, with WithMinSlice), or once the shared store
+// denies it (so that the denial is remembered); until then its Takes go
+// to the shared store as they would without leases. Cold keys (one
+// request per client per second or minute, most keys of a large key
+// space) thus cost what they cost without leases, one round trip, plus a
+// hash and one word of a fixed table (recent.go), with no allowance, lock
+// or give-back. An allowance's first reservation goes alone too (nothing
+// is known of the key's demand or of the shared remaining before it).
 //
 // A slice is renewed off the request path, by a background Take, once
 // half of it is spent (or, for a lease that ends by time, two round trips

@@ -395,3 +395,46 @@ func TestAResetElsewhereIsBoundedByTheSlicesHeld(t *testing.T) {
 		t.Errorf("Flush: shared remaining %d before, %d after; want the units back", before.Remaining, after.Remaining)
 	}
 }
+
+// Keys asked about less often than once per renew interval get no
+// allowance: their Takes go to the shared store, as without leases, with
+// nothing held for them. A key asked about twice within the interval gets
+// one and turns local; a denied cold key is remembered as denied.
+func TestOnlyKeysAskedAboutAgainGetAnAllowance(t *testing.T) {
+	plan := planOf(core.PerMinute(1000).WithAlgorithm(core.GCRA))
+	shared := newShared(t)
+	st := newLease(t, shared)
+	now := t0
+	for range 3 {
+		for k := range 1000 {
+			if res := take(t, st, plan, fmt.Sprint("cold-", k), 1, now+int64(k)*50); !res.Allowed {
+				t.Fatalf("cold Take denied: %+v", res)
+			}
+		}
+		now += 100 * ms
+	}
+	if s := st.Stats(); st.Len() != 0 || s.Reservations != 3000 || s.Local != 0 {
+		t.Fatalf("after 3 rounds over 1000 cold keys: Len() = %d, %+v; want 0 allowances, 3000 reservations, none local", st.Len(), s)
+	}
+	for i := range int64(200) {
+		take(t, st, plan, "hot", 1, now+i*100)
+	}
+	if s := st.Stats(); st.Len() != 1 || s.Local < 150 {
+		t.Errorf("200 Takes of a hot key: Len() = %d, %d decided locally; want 1 allowance, most local", st.Len(), s.Local)
+	}
+	// Another instance spends a key's quota: this one's cold Take is
+	// denied by the shared store, and the denial is remembered.
+	fixed := planOf(core.PerMinute(1000).WithAlgorithm(core.FixedWindow))
+	if _, err := shared.Apply(context.Background(), engine.Op{Plan: fixed, Key: "spent", Cost: 1000, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	before := st.Stats().Reservations
+	for i := range int64(5) {
+		if res := take(t, st, fixed, "spent", 1, now+i*30*ms); res.Allowed {
+			t.Fatalf("Take of a spent key allowed: %+v", res)
+		}
+	}
+	if got := st.Stats().Reservations - before; got != 1 {
+		t.Errorf("5 Takes of a spent key, 30ms apart, made %d reservations; want 1, the rest denied locally", got)
+	}
+}

@@ -35,6 +35,10 @@ func (a *allowance) fast(cost, now, opNow int64) (engine.Result, bool) {
 		return engine.Result{}, false
 	}
 	sn := a.snap.Load()
+	if sn == nil { // the first lot's units, published before its snapshot
+		a.front.Add(cost)
+		return engine.Result{}, false
+	}
 	held := left + sn.back
 	if a.renewing.Load() {
 		// While a renewal is in flight, yield now and then: callers
@@ -122,27 +126,37 @@ func (a *allowance) remove(i int) lot {
 	return l
 }
 
-// spend takes cost ≤ held units, from the lots that end first.
-func (a *allowance) spend(cost int64) {
-	for cost > 0 && a.nlots > 0 {
-		for { // fast Takes only take from the front meanwhile
-			v := a.front.Load()
-			if v < 0 {
-				runtime.Gosched()
-				continue
-			}
-			x := min(v, cost)
-			if a.front.CompareAndSwap(v, v-x) {
-				cost -= x
-				break
-			}
+// spend takes cost units from the lots that end first, all or none, and
+// reports whether it did. Fast Takes spend the front without the lock
+// meanwhile, so units counted as held a moment ago may be gone: a cost the
+// front covers is taken from it in one step, and a larger one claims every
+// unit held (lots stay, empty), keeps cost of them and restores the rest.
+func (a *allowance) spend(cost int64) bool {
+	for {
+		v := a.front.Load()
+		if v < cost {
+			break
 		}
-		if cost > 0 { // the front is spent: the next lot comes forward
-			if l := a.remove(0); l.timer != nil {
-				l.timer.Stop()
-			}
+		if a.front.CompareAndSwap(v, v-cost) {
+			return true
 		}
 	}
+	claimed := a.claim()
+	var got int64
+	for _, c := range claimed {
+		got += c.n
+	}
+	if got < cost {
+		a.restore(claimed)
+		return false
+	}
+	for i, left := 0, cost; left > 0; i++ {
+		n := min(claimed[i].n, left)
+		claimed[i].n -= n
+		left -= n
+	}
+	a.restore(claimed)
+	return true
 }
 
 // publish makes the current view and back the snapshot fast reads.

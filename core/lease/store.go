@@ -24,8 +24,9 @@ type Store struct {
 	base     time.Time // the monotonic clock's origin
 	baseUnix int64     // base in Unix µs
 
-	keys  sync.Map // entryKey → *allowance
-	nkeys atomic.Int64
+	keys   sync.Map // entryKey → *allowance
+	nkeys  atomic.Int64
+	recent *recent // which keys get an allowance; nil: every key (WithMinSlice)
 
 	closed atomic.Bool
 	track  tracker // reservations, renewals and give-backs in flight
@@ -94,6 +95,9 @@ func New(shared core.Store, opts ...Option) (*Store, error) {
 	}
 	if s.conf.minLease > s.conf.maxLease {
 		return nil, fmt.Errorf("%w: lease.New: min lease %v above max lease %v", core.ErrInvalidOption, s.conf.minLease, s.conf.maxLease)
+	}
+	if s.conf.minSlice == 0 {
+		s.recent = newRecent(s.conf.maxKeys, s.conf.renew.Microseconds())
 	}
 	s.parts, _ = shared.(core.Partitioned)
 	s.base = time.Now()

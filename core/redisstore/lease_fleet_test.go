@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -69,10 +71,28 @@ func TestLeasedFleetChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var cur atomic.Pointer[core.Limiter]
+	cur.Store(lim)
 	time.Sleep(time.Until(time.UnixMicro(start)))
 	end := time.Now().Add(dur)
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
+	if os.Getenv("LEASE_RELOAD") == "1" {
+		// SIGUSR1 reloads the rules as a rules.Set does: a new Limiter of
+		// the same name (so the same shared state) with half the limit,
+		// then Flush gives back what the old one's leases held.
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGUSR1)
+		go func() {
+			<-sig
+			half, err := core.New(st, core.PerSecond(fleetLimit/2).WithAlgorithm(core.FixedWindow), core.WithName("fleet"))
+			if err != nil {
+				panic(err)
+			}
+			cur.Store(half)
+			st.Flush()
+		}()
+	}
 	var wg sync.WaitGroup
 	const callers = 16
 	gap := time.Duration(float64(time.Second) * callers / rate)
@@ -83,7 +103,7 @@ func TestLeasedFleetChild(t *testing.T) {
 				time.Sleep(time.Until(next))
 				next = next.Add(gap)
 				t0 := time.Now().UnixMicro()
-				d, err := lim.Allow(context.Background(), "hot")
+				d, err := cur.Load().Allow(context.Background(), "hot")
 				t1 := time.Now().UnixMicro()
 				mu.Lock()
 				switch {
@@ -127,6 +147,7 @@ type fleetRun struct {
 	cluster string                   // the cluster's masters, comma-separated, instead
 	midway  func(procs []*fleetProc) // called half way through, if set
 	prefix  string                   // the store's key prefix; "": a fresh one
+	reload  bool                     // SIGUSR1 halves a process's limit
 }
 
 // runFleet runs processes of the given demands on one key of limit alg
@@ -149,7 +170,7 @@ func runFleet(t *testing.T, r fleetRun) []*fleetProc {
 		p := &fleetProc{cmd: exec.Command(os.Args[0], "-test.run=^TestLeasedFleetChild$", "-test.v=false")}
 		p.cmd.Env = append(os.Environ(), "TOLLGATE_LEASE_CHILD=1", "TOLLGATE_REDIS_ADDR="+addr, "LEASE_PREFIX="+prefix,
 			"LEASE_ALG="+alg, fmt.Sprintf("LEASE_RATE=%g", rate), fmt.Sprintf("LEASE_START=%d", start.UnixMicro()),
-			"LEASE_FOR="+dur.String(), "LEASE_CLUSTER="+r.cluster)
+			"LEASE_FOR="+dur.String(), "LEASE_CLUSTER="+r.cluster, fmt.Sprintf("LEASE_RELOAD=%d", map[bool]int{true: 1}[r.reload]))
 		p.cmd.Stdout = &p.out
 		p.cmd.Stderr = &p.errOut
 		if err := p.cmd.Start(); err != nil {
@@ -425,6 +446,54 @@ func TestLeasedFleetFaults(t *testing.T) {
 		}
 		if _, n := used(perWindow); n == 0 {
 			t.Error("no whole window inside the run: the test measured nothing")
+		}
+	})
+	t.Run("a rule reload while leases are held", func(t *testing.T) {
+		concurrentUnderRace(t)
+		// Early in a window every process reloads its rules, halving the
+		// limit, and flushes its leases. Every admission was checked
+		// against the limit of the rules it ran under, on one shared
+		// count: the window of the reload admits at most the old limit,
+		// every later one at most the new.
+		var reloadAt int64
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: 5 * time.Second, reload: true, midway: func(procs []*fleetProc) {
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 200*time.Millisecond)))
+			reloadAt = time.Now().UnixMicro()
+			for _, p := range procs {
+				p.cmd.Process.Signal(syscall.SIGUSR1)
+			}
+		}})
+		perWindow := map[int64]int{}
+		for _, p := range procs {
+			for _, a := range p.admitted {
+				if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
+					perWindow[w0]++
+				}
+			}
+		}
+		rw := reloadAt / 1e6
+		t.Logf("reload in window %d; admissions per window %v", rw, perWindow)
+		after, n := 0, 0
+		last := int64(0)
+		for w := range perWindow {
+			last = max(last, w)
+		}
+		for w, c := range perWindow {
+			switch {
+			case w <= rw && c > fleetLimit:
+				t.Errorf("window %d: %d admissions, limit %d", w, c, fleetLimit)
+			case w > rw && c > fleetLimit/2:
+				t.Errorf("window %d, after the reload: %d admissions, new limit %d", w, c, fleetLimit/2)
+			case w > rw && w < last:
+				after += c
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatal("no whole window after the reload: the test measured nothing")
+		}
+		if float64(after) < 0.95*float64(n*fleetLimit/2) && !raceBuild {
+			t.Errorf("%d admissions in %d whole windows after the reload: want at least 95%% of %d each", after, n, fleetLimit/2)
 		}
 	})
 	t.Run("the 3-master cluster", func(t *testing.T) {
