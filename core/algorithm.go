@@ -20,9 +20,8 @@ const (
 	//
 	// that is, when the previous window's count weighted by the part of it
 	// still inside the sliding window, plus the current count, plus c, is at
-	// most Q. The comparison is done in integers, so it is exact; on a coarse
-	// tick (Quota × Period above 2^47µs) e counts whole ticks, rounded down,
-	// which weighs the previous window more. O(1) memory.
+	// most Q. The comparison is done in integers, so it is exact, for every
+	// limit (beyond 2^53, in 128 bits). O(1) memory.
 	//
 	// Under saturation (requests arriving without pause, each period full)
 	// it admits Q−1 per period, not Q: the previous window's weight,
@@ -51,12 +50,10 @@ const (
 
 	// TokenBucket holds up to B tokens (B = Burst, default Q), starts full and
 	// refills at Q per P: tokens(t) = min(B, tokens + (t−last)·Q/P). It admits
-	// c when tokens(t) ≥ c and then removes c. When Burst × Period is at most
-	// 2^47µs its decisions are those of golang.org/x/time/rate's AllowN(t, c)
-	// with r = Q/P and b = B, computed exactly instead of in floating point;
-	// beyond, time counts in coarse ticks and a decision can be more
-	// conservative by one tick's refill, never more permissive (see the
-	// package doc).
+	// c when tokens(t) ≥ c and then removes c. Its decisions are those of
+	// golang.org/x/time/rate's AllowN(t, c) with r = Q/P and b = B, computed
+	// exactly instead of in floating point, for every limit (see the package
+	// doc).
 	TokenBucket
 
 	// GCRA is the generic cell rate algorithm: with emission interval T = P/Q
@@ -65,9 +62,9 @@ const (
 	//	max(TAT, t) + c·T − B·T ≤ t
 	//
 	// and then sets TAT = max(TAT, t) + c·T. It decides exactly as
-	// TokenBucket does (the two are the same machine in different state,
-	// coarse ticks included) and, when Burst × Period is at most 2^47µs, as
-	// go-redis/redis_rate for Limit{Rate: Q, Period: P, Burst: B}.
+	// TokenBucket does (the two are the same machine in different state)
+	// and as go-redis/redis_rate for Limit{Rate: Q, Period: P, Burst: B},
+	// exactly.
 	GCRA
 
 	// LeakyBucket is the leaky bucket as a queue: requests join a queue of
@@ -130,5 +127,5 @@ func Algorithms() []Algorithm {
 }
 
 // rated reports whether the algorithm refills continuously at Q per P
-// (TokenBucket, GCRA, LeakyBucket): those use Burst and a time tick.
+// (TokenBucket, GCRA, LeakyBucket): those use Burst.
 func (a Algorithm) rated() bool { return a == TokenBucket || a == GCRA || a == LeakyBucket }

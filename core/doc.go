@@ -42,11 +42,13 @@
 // period). This matters most for small limits, such as a fleet's share of
 // a limit while its store is down (FleetSize).
 //
-// Time is integer microseconds and the arithmetic is integer: decisions are
-// exact when Capacity × Period is at most 2^47µs. Beyond, time counts in
-// ticks of 10^k µs, rounded so that no decision is more permissive than
-// exact arithmetic (by at most one tick's refill). Limit.Validate rejects
-// what cannot be computed so.
+// Time is integer microseconds and the arithmetic is integer: every
+// decision is exact, to the microsecond, for every limit Limit.Validate
+// accepts. When Capacity × Period passes 2^47µs (a wide limit, such as
+// 1e9 an hour), products pass 2^53 and are computed in 128 bits (in the
+// Redis store's Lua, by an exact routine), at some nanoseconds more.
+// Such limits once counted time in coarse ticks of 10^k µs, a little
+// stricter than exact; a key's state kept under one starts afresh once.
 //
 // # Stores
 //

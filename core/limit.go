@@ -26,8 +26,7 @@ const (
 	MaxNameLen = engine.MaxScopeLen
 	// DebtFactor bounds post-hoc overage: Charge can push a limit's usage to
 	// at most DebtFactor times its capacity (per window, for SlidingWindow,
-	// which weighs two), up to one rounding unit more on a coarse tick;
-	// beyond that it saturates. Overage on FixedWindow, SlidingLog and
+	// which weighs two); beyond that it saturates. Overage on FixedWindow, SlidingLog and
 	// BucketedWindow is forgiven when its window or entries expire;
 	// TokenBucket, GCRA and LeakyBucket repay it at Q per P.
 	DebtFactor = engine.DebtFactor

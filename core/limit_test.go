@@ -53,13 +53,9 @@ func TestLimitValidateRejects(t *testing.T) {
 		{"a unit with a quote", core.PerSecond(1).WithUnit(`to"kens`), "is not an sf-token"},
 		{"a unit that is not ASCII", core.PerSecond(1).WithUnit("octets-é"), "is not an sf-token"},
 		{"a unit longer than MaxUnitLen", core.PerSecond(1).WithUnit(strings.Repeat("u", core.MaxUnitLen+1)), "unit is 65 bytes long, more than 64"},
-		// Even at a 1s tick: 2^47 × 2 ticks > 2^47.
-		{"a capacity × period too large even at a 1s tick", core.Per(core.MaxQuota, 2*time.Second), "capacity 140737488355328 × period 2s is too large to compute exactly"},
-		{"a burst × period too large even at a 1s tick", core.Per(1, 2*time.Second).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket), "capacity 140737488355328 × period 2s is too large"},
-		{"a burst × period of a day too large even at a 1s tick", core.PerDay(1).WithBurst(core.MaxQuota / 1000).WithAlgorithm(core.GCRA), "too large to compute exactly"},
-		// 1e13 × 15 ticks of 100ms > 2^47, and 1.5s is no whole number of seconds.
-		{"a quota too large for a period without a whole-second tick", core.Per(10_000_000_000_000, 1500*ms), "too large to compute exactly"},
-		{"a leaky bucket too large at a 1s tick", core.PerDay(core.MaxQuota / 10_000).WithAlgorithm(core.LeakyBucket), "too large to compute exactly"},
+		// A full debt, DebtFactor × burst, would drain in more than 2^51µs.
+		{"a burst that drains too slowly", core.Per(1, 2*time.Second).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket), "burst 140737488355328 drains at 1 per 2s: a full debt would take longer than"},
+		{"a burst of a day's quota that drains too slowly", core.PerDay(1).WithBurst(core.MaxQuota / 1000).WithAlgorithm(core.GCRA), "a full debt would take longer than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is invalid", func(t *testing.T) {
@@ -98,11 +94,17 @@ func TestLimitValidateAccepts(t *testing.T) {
 	}{
 		{"a quota of 1 per 1µs", core.Per(1, us)},
 		{"a quota of 1 per MaxPeriod", core.Per(1, core.MaxPeriod)},
-		{"MaxQuota per second on a sliding window (a 1s tick)", core.PerSecond(core.MaxQuota)},
+		// Wide limits, Capacity × Period past 2^47µs: exact all the same.
+		{"MaxQuota per second on a sliding window", core.PerSecond(core.MaxQuota)},
+		{"MaxQuota per 2s on a sliding window", core.Per(core.MaxQuota, 2*time.Second)},
+		{"MaxQuota per MaxPeriod on a sliding window", core.Per(core.MaxQuota, core.MaxPeriod)},
+		{"MaxQuota per MaxPeriod on GCRA", core.Per(core.MaxQuota, core.MaxPeriod).WithAlgorithm(core.GCRA)},
+		{"a quota of 1e13 per 1.5s, no whole number of seconds", core.Per(10_000_000_000_000, 1500*ms)},
+		{"a leaky bucket of 2^47/10000 per day", core.PerDay(core.MaxQuota / 10_000).WithAlgorithm(core.LeakyBucket)},
 		{"MaxQuota per day on a fixed window", core.PerDay(core.MaxQuota).WithAlgorithm(core.FixedWindow)},
 		{"MaxQuota per MaxPeriod on a bucketed window", core.Per(core.MaxQuota, core.MaxPeriod).WithAlgorithm(core.BucketedWindow)},
 		{"MaxLogQuota on a sliding log", core.PerHour(core.MaxLogQuota).WithAlgorithm(core.SlidingLog)},
-		{"a burst of MaxQuota refilled at 2^40 per second on a token bucket (a 1s tick)", core.PerSecond(1 << 40).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket)},
+		{"a burst of MaxQuota refilled at 2^40 per second on a token bucket", core.PerSecond(1 << 40).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket)},
 		{"a burst of MaxQuota per day on a sliding window, which ignores it", core.PerDay(1).WithBurst(core.MaxQuota)},
 		{"a burst of 0, the default", core.PerSecond(5).WithBurst(0).WithAlgorithm(core.GCRA)},
 		{"a burst below the quota", core.PerSecond(5).WithBurst(1).WithAlgorithm(core.TokenBucket)},

@@ -110,7 +110,7 @@ func TestParseLimitsRejects(t *testing.T) {
 		{"an unterminated quoted name", `10/s name "a, 20/m`, 0, 10, "unterminated quoted name"},
 		{"a name that is not printable ASCII", "10/s name café", 0, 0, "is not printable ASCII"},
 		{"a name that is too long", "10/s name " + strings.Repeat("n", core.MaxNameLen+1), 0, 0, "129 bytes long"},
-		{"a burst that drains too slowly", "1/400d gcra burst 140737488355328", 0, 0, "is too large to compute exactly"},
+		{"a burst that drains too slowly", "1/400d gcra burst 140737488355328", 0, 0, "a full debt would take longer than"},
 		{"a sliding log of too large a quota", "100000/s sliding-log", 0, 0, "sliding-log quota 100000 exceeds 65536"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"math/big"
+	"time"
+)
 
 // Debt is for store authors whose store bounds its keys and must choose
 // which to forget. It returns the share of a limit's capacity that the
@@ -39,6 +42,9 @@ func Debt(st State, quota, capacity, now int64) float64 {
 		return 1
 	}
 	sh.roll(&st, now) // st is a copy; roll only reslices its Log
+	if sh.Wide {
+		return wideRatio(sh.wideUsage(&st))
+	}
 	used, full := sh.usage(&st)
 	switch {
 	case used <= 0:
@@ -77,20 +83,46 @@ func (sh *shape) layout(id uint64, quota, capacity int64) bool {
 }
 
 // usage returns a rolled state's usage and the capacity, in the same unit:
-// Debt is used/full.
+// Debt is used/full. A wide limit's take wideUsage.
 func (sh *shape) usage(st *State) (used, full int64) {
 	switch sh.Algorithm {
 	case FixedWindow:
 		return st.B, sh.Quota
 	case SlidingWindow:
-		return slidingUsed(sh, st), sh.Quota * sh.PeriodTicks
+		return slidingUsed(sh, st), sh.Quota * sh.Period
 	case SlidingLog, BucketedWindow, Concurrency:
 		return st.A, sh.Quota
 	case TokenBucket:
-		full = sh.Capacity * sh.PeriodTicks
+		full = sh.Capacity * sh.Period
 		return full - st.A, full
 	default:
-		_, debt, _ := gcraDebt(sh, st)
-		return debt, sh.Capacity * sh.PeriodTicks
+		debt, _ := gcraDebt(sh, st)
+		return debt, sh.Capacity * sh.Period
 	}
+}
+
+// wideUsage is usage for a wide limit, whose numbers may pass 2^63: used
+// and full as big integers (Debt's rare path, which may allocate).
+func (sh *shape) wideUsage(st *State) (used, full *big.Int) {
+	mul := func(a, b int64) *big.Int { return new(big.Int).Mul(big.NewInt(a), big.NewInt(b)) }
+	if sh.Algorithm == SlidingWindow {
+		used = mul(st.B, sh.Period-sh.e)
+		return used.Add(used, mul(st.C, sh.Period)), mul(sh.Quota, sh.Period)
+	}
+	x, _ := wideDebt(sh, st)
+	used = new(big.Int).SetUint64(x.hi)
+	used.Lsh(used, 64).Add(used, new(big.Int).SetUint64(x.lo))
+	return used, mul(sh.Capacity, sh.Period)
+}
+
+// wideRatio is Debt's used/full, as it rounds it.
+func wideRatio(used, full *big.Int) float64 {
+	switch {
+	case used.Sign() <= 0:
+		return 0
+	case used.Cmp(full) >= 0:
+		return 1
+	}
+	f, _ := new(big.Rat).SetFrac(used, full).Float64()
+	return f
 }

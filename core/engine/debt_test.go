@@ -130,7 +130,7 @@ func TestDebtAgreesWithRemaining(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 0xdeb7+uint64(alg)))
 				l := randomLimit(r, alg)
 				if seed%10 == 0 && (alg == core.SlidingWindow || alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket) {
-					l = core.PerDay(1_000_000_000 + r.Int64N(1000)).WithAlgorithm(alg) // a coarse tick
+					l = core.PerDay(1_000_000_000 + r.Int64N(1000)).WithAlgorithm(alg) // a wide limit
 				}
 				tr := randomTrace(r, l, 200, true)
 				states := make([]engine.State, 1)

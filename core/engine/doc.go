@@ -17,10 +17,13 @@
 //
 // Step is a pure function of (op, now, states): every store decides the
 // same way. Time is integer microseconds and the arithmetic is integer,
-// every intermediate value below 2^53 so that a port computing in doubles
-// is bit-identical. Limits whose Capacity × Period passes 2^47 µs compute
-// in a coarser time unit (Limit.Tick), rounded so that no decision is more
-// permissive than exact arithmetic.
+// every stored value and result below 2^53 so that a port computing in
+// doubles is bit-identical, and every decision exact, to the µs. Limits
+// whose Capacity × Period passes 2^47 µs (Limit.Wide) have products past
+// 2^53: Step computes them in 128 bits, and a port needs an exact routine
+// for them (the Redis store's Lua has one, on that path only). Such limits
+// once computed in a coarser time unit (Limit.Tick, gone): their states,
+// of another Ident, start afresh once.
 //
 // # Algorithms
 //

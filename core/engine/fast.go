@@ -3,7 +3,7 @@ package engine
 import "math/bits"
 
 // The fast path: a Take or a Peek of one limit, of the algorithms most
-// limits use, on any tick. It computes the same Result
+// limits use. It computes the same Result
 // and leaves the same state as the general path (first, second, report,
 // window), which a randomized test in fast_internal_test.go holds it to,
 // but computes each limit's usage once, with the algorithm known, instead
@@ -17,9 +17,13 @@ func fast1(op *Op, l *Limit, now int64, st *State, res *Result) (keep int64, ok 
 		return 0, false
 	}
 	switch l.Algorithm {
-	case GCRA:
-		return fastGCRA(op, l, now, st, res), true
-	case TokenBucket:
+	case GCRA, TokenBucket:
+		if l.Wide {
+			return fastWide(op, l, now, st, res), true
+		}
+		if l.Algorithm == GCRA {
+			return fastGCRA(op, l, now, st, res), true
+		}
 		return fastToken(op, l, now, st, res), true
 	case SlidingWindow:
 		return fastSliding(op, l, now, st, res), true
@@ -29,40 +33,21 @@ func fast1(op *Op, l *Limit, now int64, st *State, res *Result) (keep int64, ok 
 	return 0, false
 }
 
-// coarse returns, for a limit of Tick above 1, what roll records of now:
-// the tick tt before now and, for the rated algorithms, the refill rc
-// since it (see shape.since).
-func coarse(l *Limit, now int64) (tt, rc int64) {
-	tt = floorDiv(now, l.Tick)
-	if l.Algorithm.rated() {
-		r := now - tt*l.Tick
-		rc = r * l.qTick
-		if l.qRest != 0 { // 0 when the tick divides the quota, as it does most large ones
-			rc += ceilDiv(r*l.qRest, l.Tick)
-		}
-	}
-	return tt, rc
-}
-
-// fastGCRA is the fast path of GCRA (gcra.go): TAT = A + B/Q ticks, and the
-// debt Q·max(TAT − tt, 0), capped; at Tick 1, tt = now and rc = 0.
+// fastGCRA is the fast path of GCRA (gcra.go): TAT = A + B/Q, and the
+// debt Q·max(TAT − now, 0), capped.
 func fastGCRA(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
-	q, capa, p, tick := l.Quota, l.Capacity, l.PeriodTicks, l.Tick
-	tt, rc := now, int64(0)
-	if tick != 1 {
-		tt, rc = coarse(l, now)
-	}
+	q, capa, p := l.Quota, l.Capacity, l.Period
 	if st.Ident != l.Ident {
-		*st = State{Ident: l.Ident, A: tt, Log: st.Log[:0]}
+		*st = State{Ident: l.Ident, A: now, Log: st.Log[:0]}
 	}
 	if st.B >= q {
 		st.B = q - 1
 	}
-	if st.A < tt {
-		st.A, st.B = tt, 0
+	if st.A < now {
+		st.A, st.B = now, 0
 	}
-	limit := DebtFactor*capa*p + rc
-	hi, lo := bits.Mul64(uint64(st.A-tt), uint64(q))
+	limit := DebtFactor * capa * p
+	hi, lo := bits.Mul64(uint64(st.A-now), uint64(q))
 	over := hi != 0 || lo > uint64(limit) || int64(lo)+st.B > limit
 	debt := limit
 	if !over {
@@ -74,93 +59,148 @@ func fastGCRA(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	case c > capa:
 		res.Retry = -1
 	case excess > 0:
-		res.Retry = (tt+ceilDiv(excess, q))*tick - now
+		res.Retry = ceilDiv(excess, q)
 	default:
 		res.Allowed = true
 		if op.Kind == Take && c > 0 && !over {
-			debt = min(max(debt, rc)+c*p, limit)
-			st.A, st.B = tt+floorDiv(debt, q), floorMod(debt, q)
+			debt = min(debt+c*p, limit)
+			st.A, st.B = now+floorDiv(debt, q), floorMod(debt, q)
 		}
 	}
 	rem := max(floorDiv(capa*p-debt, p), 0)
 	res.Remaining = rem
-	if debt != 0 {
-		res.Reset = (tt+ceilDiv(debt, q))*tick - now
-	}
+	res.Reset = ceilDiv(debt, q)
 	// The window: take rem, then when does one unit pass.
 	d2 := debt
 	if rem > 0 && !over {
-		d2 = min(max(debt, rc)+rem*p, limit)
+		d2 = min(debt+rem*p, limit)
 	}
 	if e := d2 + (1-capa)*p; e > 0 {
-		res.Window = (tt+ceilDiv(e, q))*tick - now
+		res.Window = ceilDiv(e, q)
+	}
+	return res.Reset
+}
+
+// fastWide is the fast path of a wide GCRA or TokenBucket (wide.go):
+// fastGCRA's steps in 128 bits.
+func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+	q, capa, p := l.Quota, l.Capacity, l.Period
+	if st.Ident != l.Ident {
+		*st = State{Ident: l.Ident, A: now, Log: st.Log[:0]}
+	}
+	if st.B >= q {
+		st.B = q - 1
+	}
+	if st.A < now {
+		st.A, st.B = now, 0
+	}
+	limit := mul128(DebtFactor*capa, p)
+	debt := mul128(st.A-now, q).plus(u128{0, uint64(st.B)})
+	over := limit.less(debt)
+	if over {
+		debt = limit
+	}
+	c := op.Cost
+	*res = Result{}
+	took := false
+	if c > capa {
+		res.Retry = -1
+	} else if room := mul128(capa-c, p); room.less(debt) {
+		res.Retry = debt.minus(room).ceilDiv(q)
+	} else {
+		res.Allowed = true
+		if op.Kind == Take && c > 0 && !over {
+			if debt = debt.plus(mul128(c, p)); limit.less(debt) {
+				debt = limit
+			}
+			took = true
+		}
+	}
+	// TAT − now = debt/Q: the new state's registers, and Reset.
+	dq, dr := debt.divMod(q)
+	if took {
+		st.A, st.B = now+dq, dr
+	}
+	res.Reset = dq
+	if dr != 0 {
+		res.Reset++
+	}
+	qp, rp := debt.divMod(p) // the units the debt holds: ⌈debt/P⌉
+	if rp != 0 {
+		qp++
+	}
+	rem := max(capa-qp, 0)
+	res.Remaining = rem
+	// The window: take rem, then when does one unit pass. Taking rem > 0
+	// leaves the debt at capa·P less ⌈debt/P⌉·P − debt, under the cap, so
+	// one unit more exceeds (capa − 1)·P by debt mod P, or by P on a
+	// multiple of P: a division of 64 bits.
+	if rem > 0 {
+		e := p
+		if rp != 0 {
+			e = rp
+		}
+		res.Window = ceilDiv(e, q)
+	} else if room := mul128(capa-1, p); room.less(debt) {
+		res.Window = debt.minus(room).ceilDiv(q)
 	}
 	return res.Reset
 }
 
 // fastToken is the fast path of TokenBucket (tokenbucket.go): A = tokens ×
-// P, refilled Q per tick since B; at Tick 1, tt = now and rc = 0.
+// P, refilled Q per µs since B.
 func fastToken(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
-	q, capa, p, tick := l.Quota, l.Capacity, l.PeriodTicks, l.Tick
-	tt, rc := now, int64(0)
-	if tick != 1 {
-		tt, rc = coarse(l, now)
-	}
+	q, capa, p := l.Quota, l.Capacity, l.Period
 	full := capa * p
 	if st.Ident != l.Ident {
-		*st = State{Ident: l.Ident, A: full, B: tt, Log: st.Log[:0]}
+		*st = State{Ident: l.Ident, A: full, B: now, Log: st.Log[:0]}
 	}
 	st.A = min(st.A, full)
-	if tt > st.B {
-		if hi, lo := bits.Mul64(uint64(tt-st.B), uint64(q)); hi != 0 || lo >= uint64(full-st.A) {
+	if now > st.B {
+		if hi, lo := bits.Mul64(uint64(now-st.B), uint64(q)); hi != 0 || lo >= uint64(full-st.A) {
 			st.A = full
 		} else {
 			st.A += int64(lo)
 		}
-		st.B = tt
+		st.B = now
 	}
 	c := op.Cost
-	floor := full - DebtFactor*capa*p - rc
+	floor := full - DebtFactor*capa*p
 	*res = Result{}
 	switch {
 	case c > capa:
 		res.Retry = -1
 	case st.A < c*p:
-		res.Retry = (st.B+ceilDiv(c*p-st.A, q))*tick - now
+		res.Retry = st.B + ceilDiv(c*p-st.A, q) - now
 	default:
 		res.Allowed = true
 		if op.Kind == Take && c > 0 {
-			st.A = max(min(st.A, full-rc)-c*p, floor)
+			st.A = max(st.A-c*p, floor)
 		}
 	}
 	rem := max(floorDiv(st.A, p), 0)
 	res.Remaining = rem
 	if st.A < full {
-		res.Reset = (st.B+ceilDiv(full-st.A, q))*tick - now
+		res.Reset = st.B + ceilDiv(full-st.A, q) - now
 	}
 	a2 := st.A
 	if rem > 0 {
-		a2 = max(min(st.A, full-rc)-rem*p, floor)
+		a2 = max(st.A-rem*p, floor)
 	}
 	if a2 < p {
-		res.Window = (st.B+ceilDiv(p-a2, q))*tick - now
+		res.Window = st.B + ceilDiv(p-a2, q) - now
 	}
 	return res.Reset
 }
 
 // fastSliding is the fast path of SlidingWindow (slidingwindow.go): A = the
-// current window, B and C the previous and current counts; times in ticks
-// (tt: now's).
+// current window, B and C the previous and current counts.
 func fastSliding(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
-	q, p, tick := l.Quota, l.PeriodTicks, l.Tick
-	tt := now
-	if tick != 1 {
-		tt, _ = coarse(l, now)
-	}
+	q, p, tt := l.Quota, l.Period, now
 	if st.Ident != l.Ident {
 		*st = State{Ident: l.Ident, A: floorDiv(tt, p), Log: st.Log[:0]}
 	}
-	var e int64 // ticks into the current window
+	var e int64 // µs into the current window
 	switch start := st.A * p; {
 	case tt < start:
 	case tt < start+p:
@@ -172,52 +212,38 @@ func fastSliding(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 		st.A, st.B, st.C = floorDiv(tt, p), 0, 0
 		e = tt - st.A*p
 	}
+	// The previous window's weight, rounded up: c passes when
+	// cur + c + w ≤ Q (slidingNeed), exact on a wide limit too.
+	w := slidingWeight(p, e, st.B)
 	c := op.Cost
 	*res = Result{}
 	switch {
 	case c > q:
 		res.Retry = -1
-	case st.B*(p-e)+st.C*p+c*p > q*p:
-		res.Retry = slidingWait(q, p, st.A, st.B, st.C, c)*tick - now
+	case st.C+c+w > q:
+		res.Retry = slidingWait(q, p, st.A, st.B, st.C, c) - now
 	default:
 		res.Allowed = true
 		if op.Kind == Take && c > 0 {
 			st.C = min(st.C+c, DebtFactor*q)
 		}
 	}
-	rem := q - st.C
-	if st.B > 0 {
-		rem -= ceilDiv(st.B*(p-e), p)
-	}
-	rem = max(rem, 0)
+	rem := max(q-st.C-w, 0)
 	res.Remaining = rem
 	switch {
 	case st.C > 0:
-		res.Reset = (st.A+2)*p*tick - now
+		res.Reset = (st.A+2)*p - now
 	case st.B > 0:
-		res.Reset = (st.A+1)*p*tick - now
+		res.Reset = (st.A+1)*p - now
 	}
 	c2 := st.C
 	if rem > 0 {
 		c2 = min(st.C+rem, DebtFactor*q)
 	}
-	if st.B*(p-e)+c2*p+p > q*p {
-		res.Window = slidingWait(q, p, st.A, st.B, c2, 1)*tick - now
+	if c2+1+w > q {
+		res.Window = slidingWait(q, p, st.A, st.B, c2, 1) - now
 	}
 	return res.Reset
-}
-
-// slidingWait returns the tick at which cost c passes a sliding window in
-// window w with counts prev and cur (slidingNeed's wait).
-func slidingWait(q, p, w, prev, cur, c int64) int64 {
-	if r := q - cur - c; r >= 0 && prev > 0 && p-floorDiv(r*p, prev) < p {
-		return w*p + p - floorDiv(r*p, prev)
-	}
-	var e2 int64
-	if cur > 0 {
-		e2 = max(p-floorDiv((q-c)*p, cur), 0)
-	}
-	return (w+1)*p + e2
 }
 
 // fastFixed is the fast path of FixedWindow (fixedwindow.go): A = the

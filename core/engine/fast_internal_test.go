@@ -10,15 +10,15 @@ import (
 
 // The fast path (fast.go) gives the Result, keep and state the general path
 // gives, for every state, time and cost: random limits of the fast path's
-// algorithms at Tick 1 and on coarse ticks, random traces of Takes and Peeks (and Charges and
+// algorithms, wide (Limit.Wide) and not, random traces of Takes and Peeks (and Charges and
 // Refunds, on the general path, to make debts), with clocks that jump and
 // step back, and states of other layouts and lowered quotas.
 func TestFastPathEqualsGeneralPath(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	algs := []Algorithm{GCRA, TokenBucket, SlidingWindow, FixedWindow}
 	periods := []time.Duration{time.Microsecond, 7 * time.Microsecond, time.Millisecond, time.Second, 90 * time.Second, time.Hour, 24 * time.Hour, 370 * 24 * time.Hour}
-	quotas := []int64{1, 2, 3, 7, 100, 1000, 1 << 20, 999_999_937, 1 << 40}
-	checked, coarseTick := 0, 0
+	quotas := []int64{1, 2, 3, 7, 100, 1000, 1 << 20, 999_999_937, 1 << 40, MaxQuota}
+	checked, wide := 0, 0
 	for trace := range 3000 {
 		spec := Spec{Algorithm: algs[r.IntN(len(algs))], Quota: quotas[r.IntN(len(quotas))], Period: periods[r.IntN(len(periods))]}
 		if r.IntN(3) == 0 {
@@ -28,8 +28,8 @@ func TestFastPathEqualsGeneralPath(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if l.Tick != 1 {
-			coarseTick++
+		if l.Wide {
+			wide++
 		}
 		plan, _ := NewPlan("", []Limit{l})
 		var st State
@@ -74,8 +74,8 @@ func TestFastPathEqualsGeneralPath(t *testing.T) {
 	if checked < 50_000 {
 		t.Errorf("only %d operations took the fast path", checked)
 	}
-	if coarseTick < 300 {
-		t.Errorf("only %d traces of limits on a coarse tick", coarseTick)
+	if wide < 300 {
+		t.Errorf("only %d traces of wide limits", wide)
 	}
 }
 

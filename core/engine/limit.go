@@ -7,10 +7,12 @@ import (
 	"time"
 )
 
-// Bounds that Compile enforces. They keep every intermediate product of
-// the algorithms below 2^53, so that an in-process store (int64) and a port
-// to a language whose numbers are doubles (the Redis store's Lua) compute
-// bit-identical decisions. core re-exports them.
+// Bounds that Compile enforces. They keep every stored value and every
+// quotient the algorithms compute below 2^53, so that an in-process store
+// (int64) and a port to a language whose numbers are doubles (the Redis
+// store's Lua) compute bit-identical decisions; products that may pass
+// 2^53 (a wide limit's, see Limit.Wide) are computed exactly, in 128 bits
+// in Go and by an exact routine in Lua. core re-exports them.
 const (
 	// MaxPeriod is the longest Period: 400 days.
 	MaxPeriod = 400 * 24 * time.Hour
@@ -23,13 +25,14 @@ const (
 	MaxLogQuota = 1 << 16
 	// DebtFactor bounds post-hoc overage: Charge can push a limit's usage to
 	// at most DebtFactor times its capacity (per window, for SlidingWindow,
-	// which weighs two), up to one rounding unit more on a coarse tick;
-	// beyond that it saturates. Overage on FixedWindow, SlidingLog and
+	// which weighs two); beyond that it saturates. Overage on FixedWindow, SlidingLog and
 	// BucketedWindow is forgiven when its window or entries expire;
 	// TokenBucket, GCRA and LeakyBucket repay it at Q per P.
 	DebtFactor = 64
 
-	// productBound is the bound on capacity × period-in-ticks.
+	// productBound is the bound on capacity × period (µs) of a limit that
+	// is not wide: its products, at most DebtFactor times that, stay
+	// within 2^53.
 	productBound = 1 << 47
 	// maxDrain bounds, in µs, how long the largest debt of a rated limit
 	// takes to drain: about 71 years.
@@ -56,21 +59,23 @@ type Limit struct {
 	Quota     int64 // Q, cost units per Period
 	Capacity  int64 // the most cost that can pass at once: Burst (default Quota) for the rated algorithms, Quota for the others
 	Period    int64 // P in µs
-	// Tick is the time unit of SlidingWindow, TokenBucket, GCRA and
-	// LeakyBucket, in µs: 1 unless Capacity × Period is above 2^47, then a
-	// power of ten up to 1s. PeriodTicks is Period in ticks.
-	Tick, PeriodTicks int64
-	// qTick and qRest are Quota ÷ Tick and Quota mod Tick: the refill per
-	// tick in whole units and the rest, which the refill since a coarse
-	// tick is computed with (shape.since), divided once here.
-	qTick, qRest int64
+	// Wide is set for a SlidingWindow, TokenBucket, GCRA or LeakyBucket
+	// limit whose Capacity × Period is above 2^47: its products (usage ×
+	// period, up to DebtFactor × 2^47 × 2^45) may pass 2^53, so they are
+	// computed exactly in 128 bits (the Redis store's Lua takes an exact
+	// routine on this rare path only). Every decision is still exact, in
+	// 1µs: there is no coarser time unit. A wide TokenBucket keeps its
+	// state as GCRA does (a token bucket and GCRA are one machine), since
+	// tokens × period no longer fits its register.
+	Wide bool
 	// Precision is the BucketedWindow bucket size in µs and Buckets the
 	// number of buckets per Period; 0 for the other algorithms.
 	Precision, Buckets int64
 	// Ident identifies the layout of the limit's state (State.Ident):
-	// algorithm, period and time unit (or bucket count). A state stored
+	// algorithm, period and bucket count (or a wide TokenBucket's layout). A state stored
 	// under another Ident is discarded and starts fresh, so changing a
-	// limit's Quota or Burst keeps its usage, while changing its Algorithm,
+	// limit's Quota or Burst keeps its usage (but a TokenBucket's that
+	// becomes wide or stops being wide), while changing its Algorithm,
 	// Period or Precision starts afresh. Never 0; it may exceed 2^53, so
 	// ports compare it as a string or in halves.
 	Ident uint64
@@ -103,7 +108,6 @@ func Compile(s Spec) (Limit, error) {
 		l.Capacity = s.Burst
 	}
 	l.Period = int64(s.Period) / 1000
-	l.Tick, l.PeriodTicks = 1, l.Period
 	switch l.Algorithm {
 	case SlidingLog:
 		if l.Quota > MaxLogQuota {
@@ -132,33 +136,21 @@ func Compile(s Spec) (Limit, error) {
 		l.Precision = int64(prec / time.Microsecond)
 		l.Buckets = l.Period / l.Precision
 	case SlidingWindow, TokenBucket, GCRA, LeakyBucket:
-		// Products capacity × period must stay under productBound; long
-		// periods with large quotas compute in a coarser time unit.
-		if hi, lo := bits.Mul64(uint64(l.Capacity), uint64(l.Period)); hi == 0 && lo <= productBound {
-			break // the common case: microseconds
-		}
-		for l.Tick = 10; ; l.Tick *= 10 {
-			if l.Tick > 1_000_000 {
-				return Limit{}, s.invalid("capacity %d × period %v is too large to compute exactly", l.Capacity, s.Period)
-			}
-			if l.Period%l.Tick != 0 {
-				continue
-			}
-			l.PeriodTicks = l.Period / l.Tick
-			if hi, lo := bits.Mul64(uint64(l.Capacity), uint64(l.PeriodTicks)); hi == 0 && lo <= productBound {
-				break
-			}
+		// Products capacity × period above productBound may pass 2^53:
+		// they are computed exactly, on the wide path.
+		if hi, lo := bits.Mul64(uint64(l.Capacity), uint64(l.Period)); hi != 0 || lo > productBound {
+			l.Wide = true
 		}
 		if l.Algorithm.rated() {
 			// A full debt (DebtFactor × capacity) drains in
 			// DebtFactor·⌈cap/q⌉ periods: keep that wait within maxDrain,
-			// so waits stay exact (below 2^53 µs) and fit a Duration.
+			// so waits and theoretical arrival times stay exact (below
+			// 2^53 µs) and fit a Duration.
 			if drain := ceilDiv(l.Capacity, l.Quota); drain > maxDrain/DebtFactor/l.Period {
 				return Limit{}, s.invalid("burst %d drains at %d per %v: a full debt would take longer than %v", l.Capacity, l.Quota, s.Period, time.Duration(maxDrain)*time.Microsecond)
 			}
 		}
 	}
-	l.qTick, l.qRest = l.Quota/l.Tick, l.Quota%l.Tick
 	l.Ident = l.ident()
 	return l, nil
 }
@@ -185,15 +177,27 @@ func printable(s string) bool {
 	return true
 }
 
-// ident computes Ident: algorithm, period and time unit (or bucket count).
+// ident computes Ident: algorithm, period and layout (bucket count, or
+// the wide TokenBucket's GCRA layout). Before Tollgate computed wide
+// limits exactly, x held log10 of a coarse time unit (1 to 6) for them:
+// their states, of another Ident, start afresh once.
 func (l *Limit) ident() uint64 {
-	var x int64 // bucket count (≤ MaxBuckets), or log10 of the tick (≤ 6)
-	if l.Algorithm == BucketedWindow {
+	var x int64 // bucket count (≤ MaxBuckets), or tatLayout
+	switch {
+	case l.Algorithm == BucketedWindow:
 		x = l.Buckets
-	} else {
-		for t := l.Tick; t > 1; t /= 10 {
-			x++
-		}
+	case l.tat() && l.Algorithm == TokenBucket:
+		x = tatLayout
 	}
 	return uint64(l.Algorithm+1) | uint64(x)<<4 | uint64(l.Period)<<16 // Period < 2^46
+}
+
+// tatLayout is ident's x of a wide TokenBucket, which keeps GCRA's
+// registers: above the 1 to 6 that coarse time units once used.
+const tatLayout = 7
+
+// tat reports whether the limit keeps a theoretical arrival time (GCRA's
+// registers): GCRA, LeakyBucket, and a wide TokenBucket.
+func (l *Limit) tat() bool {
+	return l.Algorithm == GCRA || l.Algorithm == LeakyBucket || l.Algorithm == TokenBucket && l.Wide
 }

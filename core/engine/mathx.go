@@ -3,8 +3,7 @@ package engine
 // Integer helpers shared by the algorithms. Validate and the debt cap keep
 // the quantities they see within 2^53 in magnitude, so the same arithmetic
 // done in IEEE doubles, as the Redis store's Lua does, is exact too. (A
-// GCRA debt on a coarse tick may pass 2^53 by up to one tick's refill; the
-// Lua counts it less that refill.)
+// wide limit's products pass 2^53: see wide.go.)
 
 // floorDiv returns ⌊a/b⌋ for b > 0, rounding toward negative infinity.
 func floorDiv(a, b int64) int64 {

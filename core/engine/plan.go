@@ -53,7 +53,7 @@ func HashLimits(limits []Limit) uint64 {
 	h := uint64(len(limits))
 	for i := range limits {
 		l := &limits[i]
-		for _, v := range [...]uint64{l.Ident, uint64(l.Quota), uint64(l.Capacity), uint64(l.Tick)} {
+		for _, v := range [...]uint64{l.Ident, uint64(l.Quota), uint64(l.Capacity)} {
 			h = (h ^ v) * 0x100000001b3 // FNV-1a's prime, per word
 			h ^= h >> 32
 		}

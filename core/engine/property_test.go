@@ -100,7 +100,7 @@ func TestTokenBucketEqualsGCRA(t *testing.T) {
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 0x70776))
 		tb := randomLimit(r, core.TokenBucket)
-		if seed%20 == 0 { // a coarse tick now and then
+		if seed%20 == 0 { // a wide limit now and then
 			tb = core.PerDay(1_000_000_000 + r.Int64N(1000)).WithAlgorithm(core.TokenBucket)
 		}
 		gcra := tb.WithAlgorithm(core.GCRA)

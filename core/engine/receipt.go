@@ -116,12 +116,20 @@ func (sh *shape) giveBack(st *State, now, r int64, rc *Receipt, reset int64) {
 		markBack(st, lo, rc.At, r)
 	case BucketedWindow:
 		markBack(st, floorDiv(lo, sh.Precision), floorDiv(rc.At, sh.Precision), r)
-	case TokenBucket:
-		if x := sh.credit(now, r, lo, reset); x > 0 {
-			st.A = min(st.A+x, sh.Capacity*sh.PeriodTicks)
+	case TokenBucket, GCRA, LeakyBucket:
+		if sh.Wide {
+			if x := sh.wideCredit(r, lo, reset); x != (u128{}) {
+				wideBack(sh, st, x)
+			}
+			return
 		}
-	case GCRA, LeakyBucket:
-		if x := sh.credit(now, r, lo, reset); x > 0 {
+		x := sh.credit(now, r, lo, reset)
+		if x <= 0 {
+			return
+		}
+		if sh.Algorithm == TokenBucket {
+			st.A = min(st.A+x, sh.Capacity*sh.Period)
+		} else {
 			num := st.B - x
 			st.A, st.B = st.A+floorDiv(num, sh.Quota), floorMod(num, sh.Quota)
 			if st.A < sh.tt {
@@ -152,32 +160,30 @@ func markBack(st *State, lo, hi, r int64) {
 }
 
 // credit returns what a refund of r units of a charge made at lo (µs) may
-// give back to a rated limit now, in its units (tokens × P, or Q × TAT,
-// both in ticks): min(r·P, Due − now) scaled by Q, where Due is known from
-// reset (the Reset right after the charge; -1: unknown) and is at least
-// lo + r·T. Every product stays within 2^53: r·P ≤ DebtFactor·capacity·P.
+// give back to a rated limit now, in its units (tokens × P, or Q × TAT):
+// min(r·P, Due − now) scaled by Q, where Due is known from reset (the
+// Reset right after the charge; -1: unknown) and is at least lo + r·T.
+// Every product stays within 2^53 on a limit that is not wide (a wide one
+// takes wideCredit): r·P ≤ DebtFactor·capacity·P.
 //
-// In ticks t (now: sh.tt, with sh.rc the refill since it, rounded up) and
-// with Q·t for times: the refill since the charge is at most
-// (t − ticks(lo))·Q + rc, so Due − now ≥ r·P − that (the decay bound).
-// Due + ... from reset: at + reset is a tick boundary K after the charge's
-// tick, ⌈deficit/Q⌉ ticks on, so Q·Due ≥ (K − 1)·Q + 1 and
-// Q·(Due − now) ≥ (K − 1 − t)·Q + 1 − rc.
+// The refill since the charge is at most (now − lo)·Q, so
+// Q·(Due − now) ≥ r·P − that (the decay bound). From reset: lo + reset is
+// ⌈deficit/Q⌉ µs after the charge, so Q·Due ≥ (lo + reset − 1)·Q + 1.
 func (sh *shape) credit(now, r, lo, reset int64) int64 {
-	q, rp := sh.Quota, r*sh.PeriodTicks
+	q, rp := sh.Quota, r*sh.Period
 	x := int64(0)
 	// The decay bound.
-	if d := max(sh.tt-sh.ticks(lo), 0); d <= rp/q {
-		x = rp - d*q - sh.rc
+	if d := max(sh.tt-lo, 0); d <= rp/q {
+		x = rp - d*q
 	}
 	// The bound from reset.
 	if reset > 0 {
-		k := floorDiv(lo+reset, sh.Tick) - 1 - sh.tt // ticks from now to Due, less one
+		k := lo + reset - 1 - sh.tt // µs from now to Due, less one
 		switch {
 		case k > rp/q+1:
 			x = rp
 		case k >= 0:
-			x = max(x, k*q+1-sh.rc)
+			x = max(x, k*q+1)
 		}
 	}
 	return min(x, rp)

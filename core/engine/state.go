@@ -3,9 +3,8 @@ package engine
 // shape is a compiled limit and the position of the current call in it.
 type shape struct {
 	Limit
-	tt int64 // now in ticks
-	e  int64 // SlidingWindow: ticks elapsed in window st.A
-	rc int64 // the rated algorithms on a coarse tick: the refill between tt and now (see since)
+	tt int64 // now, µs (roll records it)
+	e  int64 // SlidingWindow: µs elapsed in window st.A
 
 	lease int64 // Concurrency: the lease a Take acquires (see leaseOf)
 	i     int   // the limit's index in the plan (a Receipt's Reset)
@@ -16,17 +15,17 @@ type shape struct {
 // zero State is a fresh, fully replenished limit, and so is any State whose
 // Ident does not match its limit's layout.
 //
-// The fields' meanings, per algorithm (times are Unix microseconds, or
-// ticks of the limit's time unit where noted):
+// The fields' meanings, per algorithm (times are Unix microseconds):
 //
 //	FixedWindow     A = window number ⌊t/P⌋, B = count
-//	SlidingWindow   A = window number (ticks), B = previous count, C = current count
+//	SlidingWindow   A = window number ⌊t/P⌋, B = previous count, C = current count
 //	SlidingLog      A = sum of Log's costs; Log = (timestamp, cost), oldest first
 //	Concurrency     A = sum of Log's costs, B = newest lease issued (µs);
 //	                Log = (lease, cost), oldest first
 //	BucketedWindow  A = sum of Log's counts; Log = (bucket number ⌊t/p⌋, count), oldest first
-//	TokenBucket     A = tokens × (P in ticks), B = last refill (ticks)
-//	GCRA, LeakyBucket  TAT = A + B/Q ticks, 0 ≤ B < Q
+//	TokenBucket     A = tokens × P, B = last refill; when wide (Limit.Wide),
+//	                as GCRA, with tokens = Burst − max(TAT − t, 0)/T
+//	GCRA, LeakyBucket  TAT = A + B/Q, 0 ≤ B < Q
 type State struct {
 	Ident   uint64 // layout the state was written under (Limit.Ident); 0: fresh
 	A, B, C int64  // the algorithm's registers, as tabled above
@@ -50,37 +49,19 @@ func (sh *shape) fresh(st *State, now int64) {
 	case FixedWindow:
 		st.A = floorDiv(now, sh.Period)
 	case SlidingWindow:
-		st.A = floorDiv(sh.ticks(now), sh.PeriodTicks)
+		st.A = floorDiv(now, sh.Period)
 	case TokenBucket:
-		st.A = sh.Capacity * sh.PeriodTicks
-		st.B = sh.ticks(now)
+		if sh.Wide {
+			st.A = now // GCRA's layout
+			break
+		}
+		st.A = sh.Capacity * sh.Period
+		st.B = now
 	case GCRA, LeakyBucket:
-		st.A = sh.ticks(now)
+		st.A = now
 	case Concurrency:
 		st.B = lease // the newest lease survives a Reset: leases are never reused
 	}
-}
-
-// ticks converts a time in µs to the limit's ticks.
-func (sh *shape) ticks(now int64) int64 {
-	if sh.Tick == 1 {
-		return now
-	}
-	return floorDiv(now, sh.Tick)
-}
-
-// since returns the refill between tick tt and now, in units of tokens ×
-// (P in ticks), rounded up: ⌈r·Q/tick⌉ for the r µs since the tick boundary,
-// 0 on a boundary. The rated algorithms measure usage at tick tt, which is
-// never less than at now, but they must not credit that refill to a charge
-// made at now: see tokenAdd and gcraAdd. With Q = qh·tick + ql no product
-// passes 2^53.
-func (sh *shape) since(now int64) int64 {
-	r := now - sh.tt*sh.Tick
-	if sh.qRest == 0 {
-		return r * sh.qTick
-	}
-	return r*sh.qTick + ceilDiv(r*sh.qRest, sh.Tick)
 }
 
 // debtCap is the most usage a limit can carry: DebtFactor × capacity.
@@ -89,11 +70,7 @@ func (sh *shape) debtCap() int64 { return DebtFactor * sh.Capacity }
 // roll brings st up to now (dropping what expired, refilling) and records
 // the call's position in sh.
 func (sh *shape) roll(st *State, now int64) {
-	sh.tt = sh.ticks(now)
-	sh.rc = 0
-	if sh.Tick != 1 && sh.Algorithm.rated() {
-		sh.rc = sh.since(now)
-	}
+	sh.tt = now
 	switch sh.Algorithm {
 	case FixedWindow:
 		fixedRoll(sh, st, now)

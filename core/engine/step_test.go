@@ -290,98 +290,90 @@ func TestHugeRefundAfterChargesInTwoWindows(t *testing.T) {
 	}
 }
 
-// Limits with huge quotas compute in a coarse tick: decisions count time in
-// whole ticks, never more permissively than exact arithmetic.
-func TestHugeQuotaOnCoarseTicks(t *testing.T) {
+// Limits with huge quotas (wide: Capacity × Period past 2^47µs) decide
+// exactly, to the µs, as small ones do.
+func TestHugeQuotasAreExact(t *testing.T) {
 	const ms, us = time.Millisecond, time.Microsecond
-	t.Run("a billion a day refills on whole seconds", func(t *testing.T) {
+	t.Run("a billion a day refills a token every 86.4µs", func(t *testing.T) {
 		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
-			l := core.PerDay(1_000_000_000).WithAlgorithm(alg) // tick 1s
+			l := core.PerDay(1_000_000_000).WithAlgorithm(alg)
 			t.Run(alg.String(), func(t *testing.T) {
 				runTable(t, l, []row{
 					{"the whole day's quota passes at once", 0, engine.Take, 1_000_000_000, ok(0, 24*time.Hour)},
-					// A token takes 86.4µs, but time moves in whole seconds.
-					{"the next token waits for the next whole second", 0, engine.Take, 1, denied(0, 24*time.Hour, time.Second)},
-					{"half a second is not a tick", 500 * ms, engine.Take, 1, denied(0, 24*time.Hour-500*ms, 500*ms)},
-					// One tick refills 1e9·1s/86400s = 11574.07… tokens.
-					{"one second refills ⌊1e9/86400⌋ tokens", time.Second, engine.Peek, 0, ok(11574, 24*time.Hour-time.Second)},
-					{"a cost of 11575 waits one more second", 1500 * ms, engine.Take, 11575, denied(11574, 24*time.Hour-1500*ms, 500*ms)},
+					{"the next token waits ⌈86.4µs⌉", 0, engine.Take, 1, denied(0, 24*time.Hour, 87*us)},
+					{"86µs refill 0.995 tokens", 86 * us, engine.Take, 1, denied(0, 24*time.Hour-86*us, us)},
+					{"87µs refill one", 87 * us, engine.Peek, 1, ok(1, 24*time.Hour-87*us)},
+					// 1e6/86.4 = 11574.07… tokens.
+					{"one second refills ⌊1e6/86.4⌋ tokens", time.Second, engine.Peek, 0, ok(11574, 24*time.Hour-time.Second)},
+					// 11575·86.4µs = 1000080µs.
+					{"a cost of 11575 waits 80µs", time.Second, engine.Take, 11575, denied(11574, 24*time.Hour-time.Second, 80*us)},
+					{"and passes then, emptying the bucket", time.Second + 80*us, engine.Take, 11575, ok(0, 24*time.Hour)},
 				})
 			})
 		}
 	})
-	t.Run("a million a day refills on whole milliseconds", func(t *testing.T) {
-		l := core.PerDay(1_000_000).WithAlgorithm(core.TokenBucket) // tick 1ms
+	t.Run("a million a day refills a token every 86.4ms", func(t *testing.T) {
+		l := core.PerDay(1_000_000).WithAlgorithm(core.TokenBucket)
 		runTable(t, l, []row{
 			{"the whole day's quota passes at once", 0, engine.Take, 1_000_000, ok(0, 24*time.Hour)},
-			// A token takes 86.4ms: ⌈86.4⌉ ticks of 1ms.
-			{"the next token waits ⌈86.4ms⌉", 0, engine.Take, 1, denied(0, 24*time.Hour, 87*ms)},
-			{"and has arrived then", 87 * ms, engine.Take, 1, ok(0, 24*time.Hour)}, // 87·1e6 − 86.4e6 = 0.6e6 left over
+			{"the next token waits 86.4ms", 0, engine.Take, 1, denied(0, 24*time.Hour, 86400*us)},
+			{"and has arrived then", 86400 * us, engine.Take, 1, ok(0, 24*time.Hour)},
 		})
 	})
-	// Between tick boundaries the refill since the last boundary is not
-	// counted yet; it must not be credited later to a bucket drained at now,
-	// which exact arithmetic would have held full until now.
-	t.Run("ten million a day drained between ticks refills from then", func(t *testing.T) {
+	t.Run("ten million a day drained at any µs refills from then", func(t *testing.T) {
 		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
-			// Tick 10ms: Q = 1e7 per tick in tokens × 8.64e6 (P in ticks),
-			// 1.1574 tokens a tick, 1000 units (0.0001157 tokens) a µs.
-			l := core.PerDay(10_000_000).WithAlgorithm(alg)
+			l := core.PerDay(10_000_000).WithAlgorithm(alg) // a token every 8.64ms
 			t.Run(alg.String(), func(t *testing.T) {
 				runTable(t, l, []row{
-					// Full until 9999µs: empty then, full again 24h later,
-					// which ticks round up to 24h + 1µs.
-					{"the whole burst passes 1µs before a tick boundary", 9999 * us, engine.Take, 10_000_000, ok(0, 24*time.Hour+us)},
-					{"at the boundary 1µs of refill is no token yet", 10 * ms, engine.Take, 1, denied(0, 24*time.Hour, 10*ms)},
-					// 10001µs of refill: 1.1575 tokens, 0.1575 left.
-					{"a tick later one token is there", 20 * ms, engine.Take, 1, ok(0, 24*time.Hour)},
+					{"the whole burst passes at 9999µs", 9999 * us, engine.Take, 10_000_000, ok(0, 24*time.Hour)},
+					{"1µs later a token waits 8639µs", 10 * ms, engine.Take, 1, denied(0, 24*time.Hour-us, 8639*us)},
+					{"8.64ms after the burst it passes", (9999 + 8640) * us, engine.Take, 1, ok(0, 24*time.Hour)},
 				})
 			})
 		}
 	})
-	t.Run("MaxQuota a second drained between ticks refills from then", func(t *testing.T) {
+	t.Run("MaxQuota a second refills 140737488.36 tokens a µs", func(t *testing.T) {
 		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
-			// Tick 1s: the whole burst refills in one tick; 1µs refills
-			// 2^47/1e6 = 140737488.36 tokens.
 			l := core.PerSecond(core.MaxQuota).WithAlgorithm(alg)
 			t.Run(alg.String(), func(t *testing.T) {
 				runTable(t, l, []row{
-					{"the whole burst passes 1µs before a second", 999_999 * us, engine.Take, core.MaxQuota, ok(0, time.Second+us)},
-					{"a second later the burst is not back", time.Second, engine.Take, core.MaxQuota, denied(140_737_488, time.Second, time.Second)},
-					{"nor a token more than 1µs refills", time.Second, engine.Take, 140_737_489, denied(140_737_488, time.Second, time.Second)},
+					{"the whole burst passes at 999999µs", 999_999 * us, engine.Take, core.MaxQuota, ok(0, time.Second)},
+					{"1µs later the burst is not back", time.Second, engine.Take, core.MaxQuota, denied(140_737_488, time.Second-us, time.Second-us)},
+					{"nor a token more than 1µs refills", time.Second, engine.Take, 140_737_489, denied(140_737_488, time.Second-us, us)},
 					{"but what 1µs refills passes", time.Second, engine.Take, 140_737_488, ok(0, time.Second)},
 				})
 			})
 		}
 	})
-	t.Run("MaxQuota a second saturated between ticks repays from then", func(t *testing.T) {
+	t.Run("MaxQuota a second saturated repays to the µs", func(t *testing.T) {
 		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
 			l := core.PerSecond(core.MaxQuota).WithAlgorithm(alg)
 			t.Run(alg.String(), func(t *testing.T) {
 				runTable(t, l, []row{
 					// Usage saturates at 64 × capacity at 999999µs: back
-					// under capacity 63s later, fully repaid 64s later
-					// (ticks round both up by 1µs).
-					{"a huge charge saturates 1µs before a second", 999_999 * us, engine.Charge, math.MaxInt64, denied(0, 64*time.Second+us, 63*time.Second+us)},
-					// 63s + 1µs of refill since: 140737488.36 tokens.
-					{"at 64s the debt is not repaid a µs early", 64 * time.Second, engine.Take, 140_737_489, denied(140_737_488, time.Second, time.Second)},
+					// under capacity 63s later, fully repaid 64s later.
+					{"a huge charge saturates", 999_999 * us, engine.Charge, math.MaxInt64, denied(0, 64*time.Second, 63*time.Second)},
+					// 1µs of refill since 63.999999s: 140737488.36 tokens.
+					{"at 64s the debt is not repaid a µs early", 64 * time.Second, engine.Take, 140_737_489, denied(140_737_488, time.Second-us, us)},
 					{"only to the µs", 64 * time.Second, engine.Take, 140_737_488, ok(0, time.Second)},
 				})
 			})
 		}
 	})
 	t.Run("a billion a day on a sliding window", func(t *testing.T) {
-		l := core.PerDay(1_000_000_000) // tick 1s
+		l := core.PerDay(1_000_000_000)
 		runTable(t, l, []row{
 			{"half a day's quota at noon", 12 * time.Hour, engine.Take, 500_000_000, ok(500_000_000, 36*time.Hour)},
 			// Next day, e = 6h: 5e8·(86400−21600) = 3.24e13 ≤ (1e9−c)·86400
 			// ⇔ c ≤ 625_000_000.
 			{"next day at 6h the weighted cost 625M passes exactly", 30 * time.Hour, engine.Peek, 625_000_000, ok(625_000_000, 18*time.Hour)},
-			// (1e9 − 625000001)·86400 / 5e8 = 64799.9998… → e ≥ 86400 − 64799 = 21601s.
-			{"625M+1 waits one tick", 30 * time.Hour, engine.Take, 625_000_001, denied(625_000_000, 18*time.Hour, time.Second)},
+			// 5e8·(P−e') ≤ 374999999·P ⇔ P − e' ≤ 64799999827.2µs:
+			// e' ≥ 21600000173µs.
+			{"625M+1 waits 173µs", 30 * time.Hour, engine.Take, 625_000_001, denied(625_000_000, 18*time.Hour, 173*us)},
+			{"and passes then", 30*time.Hour + 173*us, engine.Take, 625_000_001, ok(0, 42*time.Hour-173*us)},
 		})
 	})
-	t.Run("a huge charge on a coarse tick saturates", func(t *testing.T) {
+	t.Run("a huge charge on a wide limit saturates", func(t *testing.T) {
 		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.SlidingWindow} {
 			l := core.PerDay(1_000_000_000).WithAlgorithm(alg)
 			d := mustStep(t, l, engine.Charge, t0us, math.MaxInt64, make([]engine.State, 1))

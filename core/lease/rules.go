@@ -2,6 +2,7 @@ package lease
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/tollgate/tollgate/core/engine"
 )
@@ -66,8 +67,8 @@ func span(plan *engine.Plan, res *engine.Result, held int64) (sp int64, window b
 		case engine.TokenBucket, engine.GCRA:
 			// Reset is when the bucket is full again: less the refill
 			// time of the units held, it is when the bucket plus them
-			// would be full; two ticks for the rounding up of both terms.
-			s = r.Reset - refill(l, held) - 2*l.Tick
+			// would be full; two µs for the rounding up of both terms.
+			s = r.Reset - refill(l, held) - 2
 			window = false
 		default:
 			return 0, false
@@ -82,10 +83,16 @@ func span(plan *engine.Plan, res *engine.Result, held int64) (sp int64, window b
 }
 
 // refill returns the µs in which a rated limit refills n units, rounded
-// up: ⌈n·P/Q⌉ in ticks. n ≤ Capacity, so n·PeriodTicks ≤ 2^47.
+// up: ⌈n·P/Q⌉. n ≤ Capacity, whose refill Compile keeps below 2^51 µs;
+// n·P may pass 2^63 (a wide limit), so it is computed in 128 bits.
 func refill(l *engine.Limit, n int64) int64 {
 	n = min(n, l.Capacity)
-	return (n*l.PeriodTicks + l.Quota - 1) / l.Quota * l.Tick
+	hi, lo := bits.Mul64(uint64(n), uint64(l.Period))
+	q, r := bits.Div64(hi, lo, uint64(l.Quota))
+	if r != 0 {
+		q++
+	}
+	return int64(q)
 }
 
 // unit returns the period with which plan's window spans recur (the

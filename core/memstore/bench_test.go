@@ -53,6 +53,13 @@ func BenchmarkAllow(b *testing.B) {
 		{"allowed", []core.Limit{core.PerSecond(100_000_000)}},
 		{"denied", []core.Limit{core.PerHour(1)}},
 		{"gcra", []core.Limit{core.PerSecond(100_000_000).WithAlgorithm(core.GCRA)}},
+		{"token", []core.Limit{core.PerSecond(100_000_000).WithAlgorithm(core.TokenBucket)}},
+		// Wide limits (engine.Limit.Wide: Burst × Period past 2^47µs),
+		// which compute their products in 128 bits.
+		{"wide/allowed", []core.Limit{core.PerHour(1_000_000_000)}},
+		{"wide/gcra", []core.Limit{core.PerHour(1_000_000_000).WithAlgorithm(core.GCRA)}},
+		{"wide/token", []core.Limit{core.PerHour(1_000_000_000).WithAlgorithm(core.TokenBucket)}},
+		{"wide/denied", []core.Limit{core.Per(5, core.MaxPeriod)}}, // 5 × 400 days > 2^47µs
 		{"three-limits", []core.Limit{core.PerSecond(100_000_000), core.PerMinute(1_000_000_000), core.PerHour(1_000_000_000).WithAlgorithm(core.GCRA)}},
 	}
 	for _, c := range cases {

@@ -37,7 +37,10 @@ func BenchmarkScript(b *testing.B) {
 	c := newClient(b)
 	ctx := context.Background()
 	one := []core.Limit{core.Per(1e6, time.Second).WithAlgorithm(core.GCRA)}
-	three := []core.Limit{one[0], core.Per(1e12, time.Minute), core.Per(1e12, time.Hour).WithAlgorithm(core.FixedWindow)}
+	// Not wide (1e6 × 1 minute is within 2^47µs; a FixedWindow never is),
+	// so that the specialized cases are specialized.
+	three := []core.Limit{one[0], core.Per(1e6, time.Minute), core.Per(1e12, time.Hour).WithAlgorithm(core.FixedWindow)}
+	wide := []core.Limit{core.Per(1e9, time.Hour).WithAlgorithm(core.GCRA)} // engine.Limit.Wide: the exact path
 	floor := newScript(`redis.call('TIME')
 local v = redis.call('GET', KEYS[1]) or ''
 redis.call('SET', KEYS[1], string.rep('x', 32), 'PX', 60000)
@@ -52,6 +55,7 @@ return v`)
 		{"generic/limits=1", one, 0, false},
 		{"specialized/limits=1", one, maxScripts, false},
 		{"specialized/limits=1/receipt", one, maxScripts, true},
+		{"generic/limits=1/wide", wide, maxScripts, false},
 		{"generic/limits=3", three, 0, false},
 		{"specialized/limits=3", three, maxScripts, false},
 		{"specialized/limits=3/receipt", three, maxScripts, true},
@@ -154,7 +158,7 @@ func BenchmarkWait(b *testing.B) {
 		for _, callers := range []int{1, 64} {
 			b.Run(tc.name+"/callers="+strconv.Itoa(callers), func(b *testing.B) {
 				s := newStore(b, c, tc.opts...)
-				lim, err := core.New(s, core.Per(1e9, time.Second).WithAlgorithm(core.GCRA), core.WithTimeout(time.Second))
+				lim, err := core.New(s, core.Per(1e8, time.Second).WithAlgorithm(core.GCRA), core.WithTimeout(time.Second)) // not wide: the common path
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -246,9 +246,8 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 			opts := []core.Option{core.Per(quota, core.MaxPeriod).WithAlgorithm(core.GCRA),
 				core.WithFailurePolicy(core.FailClosed)}
 			if tc.clock {
-				// On a tick boundary (this limit counts time in coarse ticks,
-				// at most a second): Remaining then reports usage exactly,
-				// not one tick's refill more, as it would between ticks.
+				// A clock that stands still: Remaining then reports usage
+				// alone, with no refill between the calls.
 				at := time.Now().Truncate(time.Second)
 				opts = append(opts, core.WithClock(core.ClockFunc(func() time.Time { return at })))
 			}

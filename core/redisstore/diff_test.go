@@ -19,7 +19,7 @@ import (
 )
 
 // randomLimit returns a valid limit of any algorithm, including huge quotas
-// (coarse ticks), tiny periods, bursts other than the quota and bucketed
+// (wide limits), tiny periods, bursts other than the quota and bucketed
 // precision.
 func randomLimit(r *rand.Rand) core.Limit {
 	periods := []time.Duration{time.Microsecond, 7 * time.Microsecond, 100 * time.Microsecond, time.Millisecond,
@@ -163,14 +163,15 @@ func differential(t *testing.T, traces int, newLimit func(*rand.Rand) core.Limit
 	}
 }
 
-// coarseLimit returns a valid limit that computes in a tick coarser than
-// 1µs: TokenBucket, GCRA, LeakyBucket or SlidingWindow with a huge
-// Capacity × Period, up to MaxQuota per second, where the debt a charge
-// leaves at a tick boundary passes 2^53 by the refill since it.
-func coarseLimit(r *rand.Rand) core.Limit {
+// wideLimit returns a valid wide limit (engine.Limit.Wide): TokenBucket,
+// GCRA, LeakyBucket or SlidingWindow whose Capacity × Period passes 2^47µs,
+// up to the Compile maxima (MaxQuota, MaxPeriod), where products pass 2^53
+// and the script takes its exact path.
+func wideLimit(r *rand.Rand) core.Limit {
 	algs := []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.SlidingWindow}
-	periods := []time.Duration{time.Second, 1500 * time.Millisecond, time.Minute, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour}
-	quotas := []int64{1_000_000, 10_000_000, 1 << 30, 1 << 40, core.MaxQuota - 1, core.MaxQuota}
+	periods := []time.Duration{time.Second, 1500 * time.Millisecond, time.Minute, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour,
+		86_400_000_001 * time.Microsecond, core.MaxPeriod}
+	quotas := []int64{1_000_000, 10_000_000, 123_456_789, 1 << 30, 1 << 40, core.MaxQuota - 1, core.MaxQuota}
 	for {
 		l := core.Limit{
 			Algorithm: algs[r.IntN(len(algs))],
@@ -178,17 +179,20 @@ func coarseLimit(r *rand.Rand) core.Limit {
 			Period:    periods[r.IntN(len(periods))],
 		}
 		if r.IntN(3) == 0 {
+			l.Quota = 1 + r.Int64N(l.Quota)
+		}
+		if r.IntN(3) == 0 {
 			l.Burst = []int64{l.Quota / 3, l.Quota * 2, core.MaxQuota}[r.IntN(3)]
 		}
-		if p, err := storetest.Compile(l); err == nil && p.Tick > 1 && !tooLong(l) {
+		if p, err := storetest.Compile(l); err == nil && p.Wide && !tooLong(l) {
 			return l
 		}
 	}
 }
 
-// TestDifferentialCoarseTicks is TestDifferentialMemstore on limits of
-// coarse ticks only, whose arithmetic comes nearest to 2^53.
-func TestDifferentialCoarseTicks(t *testing.T) { differential(t, 200, coarseLimit) }
+// TestDifferentialWideLimits is TestDifferentialMemstore on wide limits
+// only, whose products pass 2^53: the script's exact path.
+func TestDifferentialWideLimits(t *testing.T) { differential(t, 200, wideLimit) }
 
 // differentialTrace runs trace number tr of seed, with limits from
 // newLimit, on rs and on a memstore.

@@ -4,7 +4,6 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"text/template"
@@ -78,30 +77,17 @@ type scriptData struct {
 
 // A fastLimit is one limit of a specialized script: the numbers its steps
 // use, each an integer of magnitude at most 2^53 (core's bound), so exact
-// in Lua; or, for the rated algorithms (TokenBucket, GCRA, LeakyBucket) on
-// a tick coarser than 1µs, the expressions FullR, FloorR, Lim, LimQ and RcQ
-// of its local r<N>, the refill since tick t<N> rounded up (core's
-// shape.since), which keep every value below 2^53 as the generic script
-// does.
+// in Lua. A wide limit (engine.Limit.Wide) has none: its plan takes the
+// generic script, which computes it exactly (its products pass 2^53).
 type fastLimit struct {
 	N                   int    // position among the limits, from 1: its locals are A<N>, B<N>, …
 	Alg                 string // "fixed", "sliding", "token" or "gcra" (GCRA and LeakyBucket)
 	IdentHigh, IdentLow uint64 // the halves of its layout's identity
-	Q, Cap, Tick        int64  // quota, capacity (units), tick (µs)
-	P, PT, PT2          int64  // period in µs, in ticks, and twice in ticks
-	QPT, Full, M, NegQ  int64  // Q·PT, Cap·PT, m = DebtFactor·Cap, −Q
-
-	// Refill is set for a rated algorithm on a coarse tick: its refill
-	// r<N> since tick t<N> is then (now − t<N>·Tick)·QuotaPerTick, plus
-	// ⌈(now − t<N>·Tick)·QuotaRest / Tick⌉ when QuotaRest is not 0.
-	Refill                  bool
-	QuotaPerTick, QuotaRest int64
-
-	FullR  string // Full less the refill since the tick
-	FloorR string // Full − m·PT less the refill: the most tokens a charge may take
-	Lim    string // m·PT plus the refill, less Q: the most debt, less Q
-	LimQ   string // ⌊Lim/Q⌋
-	RcQ    string // the refill less Q
+	Q, Cap              int64  // quota, capacity (units)
+	P, PT, PT2          int64  // period in µs, again (PT, as the generic script names it), and twice
+	QPT, Full, M, NegQ  int64  // Q·P, Cap·P, m = DebtFactor·Cap, −Q
+	Floor               int64  // Full − m·P: the fewest tokens a charge leaves
+	Lim, LimQ           int64  // m·P − Q: the most debt, less Q; ⌊Lim/Q⌋
 }
 
 // render renders apply.lua.tmpl with d.
@@ -116,7 +102,8 @@ func render(d scriptData) string {
 
 // specialize returns the script for limits (valid), whose parameters (ARGV[8])
 // are params with the TTL margin marginMS, or nil when the generic script is
-// as fast: some limit has a log, or there are too many. The script is run
+// as fast: some limit has a log, or there are too many; or nil when some
+// limit is wide, which only the generic script's exact path computes. The script is run
 // without ARGV[8].
 func specialize(ps []engine.Limit, params string, marginMS int64) *script {
 	if len(ps) == 0 || len(ps) > maxFastLimits {
@@ -124,7 +111,7 @@ func specialize(ps []engine.Limit, params string, marginMS int64) *script {
 	}
 	d := scriptData{RecordBytes: 32 * len(ps), RecordFormat: strings.Repeat("I4I4ddd", len(ps)), Margin: marginMS}
 	for i, p := range ps {
-		if p.Algorithm.Logs() {
+		if p.Algorithm.Logs() || p.Wide {
 			return nil
 		}
 		d.Limits = append(d.Limits, newFastLimit(i+1, p))
@@ -143,11 +130,12 @@ func specialize(ps []engine.Limit, params string, marginMS int64) *script {
 // newFastLimit returns limit p, the nth of its script.
 func newFastLimit(n int, p engine.Limit) fastLimit {
 	m := engine.DebtFactor * p.Capacity
-	mp := m * p.PeriodTicks
-	full := p.Capacity * p.PeriodTicks
+	mp := m * p.Period
+	full := p.Capacity * p.Period
 	l := fastLimit{N: n, Alg: "gcra", IdentHigh: p.Ident >> 32, IdentLow: p.Ident & 0xffffffff,
-		Q: p.Quota, Cap: p.Capacity, Tick: p.Tick, P: p.Period, PT: p.PeriodTicks, PT2: 2 * p.PeriodTicks,
-		QPT: p.Quota * p.PeriodTicks, Full: full, M: m, NegQ: -p.Quota}
+		Q: p.Quota, Cap: p.Capacity, P: p.Period, PT: p.Period, PT2: 2 * p.Period,
+		QPT: p.Quota * p.Period, Full: full, M: m, NegQ: -p.Quota,
+		Floor: full - mp, Lim: mp - p.Quota, LimQ: floorDiv(mp-p.Quota, p.Quota)}
 	switch p.Algorithm {
 	case engine.FixedWindow:
 		l.Alg = "fixed"
@@ -155,17 +143,6 @@ func newFastLimit(n int, p engine.Limit) fastLimit {
 		l.Alg = "sliding"
 	case engine.TokenBucket:
 		l.Alg = "token"
-	}
-	num := func(v int64) string { return strconv.FormatInt(v, 10) }
-	l.FullR, l.FloorR, l.Lim, l.LimQ, l.RcQ = num(full), num(full-mp), num(mp-p.Quota), num(floorDiv(mp-p.Quota, p.Quota)), num(-p.Quota)
-	if p.Tick != 1 && (l.Alg == "token" || l.Alg == "gcra") {
-		rc := "r" + strconv.Itoa(n)
-		l.Refill, l.QuotaPerTick, l.QuotaRest = true, p.Quota/p.Tick, p.Quota%p.Tick
-		l.FullR = "(" + num(full) + " - " + rc + ")"
-		l.FloorR = "(" + num(full-mp) + " - " + rc + ")"
-		l.Lim = "(" + num(mp-p.Quota) + " + " + rc + ")"
-		l.LimQ = "fdiv(" + l.Lim + ", " + num(p.Quota) + ")"
-		l.RcQ = "(" + rc + " - " + num(p.Quota) + ")"
 	}
 	return l
 }

@@ -458,7 +458,11 @@ func formatParams(limits []engine.Limit, margin int64) (string, bool) {
 	logs := false
 	for _, p := range limits {
 		logs = logs || p.Algorithm.Logs()
-		for _, v := range [...]int64{int64(p.Algorithm), p.Quota, p.Capacity, p.Tick, p.PeriodTicks,
+		wide := int64(0) // 1: the script takes its exact path (engine.Limit.Wide)
+		if p.Wide {
+			wide = 1
+		}
+		for _, v := range [...]int64{int64(p.Algorithm), p.Quota, p.Capacity, wide, p.Period,
 			p.Precision, p.Buckets, int64(p.Ident >> 32), int64(p.Ident & math.MaxUint32)} {
 			put(v)
 		}

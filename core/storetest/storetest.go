@@ -93,7 +93,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 	t.Run("scopes separate keys", func(t *testing.T) { testScopes(t, open(t)) })
 	t.Run("invalid input is an error and changes nothing", func(t *testing.T) { testInvalid(t, open(t)) })
 	t.Run("keys of any bytes are safe and distinct", func(t *testing.T) { testOddKeys(t, open(t)) })
-	t.Run("coarse ticks are never more permissive than exact arithmetic", func(t *testing.T) { testCoarseTicks(t, open(t)) })
+	t.Run("wide limits decide exactly, to the µs", func(t *testing.T) { testWideLimits(t, open(t)) })
 	t.Run("refunds go back to the window they were taken from", func(t *testing.T) { testRefundsStayInTheirWindow(t, open(t)) })
 	t.Run("concurrent callers are admitted exactly the quota", func(t *testing.T) {
 		testNoOverAdmission(t, open, o.Goroutines, o.Attempts)
@@ -111,7 +111,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 }
 
 // randomLimit returns a valid limit of algorithm alg, with sizes from tiny to
-// huge (huge ones compute on a coarse tick).
+// huge (wide ones, past 2^47µs, compute exactly beyond 2^53).
 func randomLimit(rng *rand.Rand, alg core.Algorithm) core.Limit {
 	periods := []time.Duration{time.Millisecond, 7 * time.Millisecond, 100 * time.Millisecond, time.Second, 1500 * time.Millisecond, time.Minute, time.Hour, 24 * time.Hour}
 	quotas := []int64{1, 2, 3, 5, 7, 10, 60, 100, 1000, 1_000_000, 1_000_000_000}
@@ -433,11 +433,10 @@ func testOddKeys(t *testing.T, st core.Store) {
 
 func len64[T any](s []T) int64 { return int64(len(s)) }
 
-// testCoarseTicks: limits whose Capacity × Period passes 2^47µs count time
-// in ticks of 10µs to 1s. A bucket drained (or a debt saturated) between
-// two tick boundaries must refill from that instant, as exact arithmetic
-// has it, not from the boundary before it.
-func testCoarseTicks(t *testing.T, st core.Store) {
+// testWideLimits: limits whose Capacity × Period passes 2^47µs, whose
+// products pass 2^53, decide exactly: a bucket drained (or a debt
+// saturated) at any µs refills from that instant, to the µs.
+func testWideLimits(t *testing.T, st core.Store) {
 	ctx := context.Background()
 	day := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC) // a boundary of every tick
 	const us = time.Microsecond
@@ -454,17 +453,18 @@ func testCoarseTicks(t *testing.T, st core.Store) {
 		ops   []op
 	}{
 		{
-			// Tick 10ms, in which 1.1574 tokens refill; 1µs refills
-			// 0.0001157 of a token.
-			"ten million a day drained 1µs before a tick boundary", core.PerDay(10_000_000), []op{
-				{9999 * us, engine.Take, 10_000_000, true, 0},
+			// A token every 8.64ms: the halves of the burst pass as the
+			// whole does, and the next token after exactly 8640µs.
+			"ten million a day drained at 9999µs", core.PerDay(10_000_000), []op{
+				{9999 * us, engine.Take, 5_000_000, true, 5_000_000},
+				{9999 * us, engine.Take, 5_000_000, true, 0},
 				{10_000 * us, engine.Take, 1, false, 0},
-				{20_000 * us, engine.Take, 1, true, 0}, // 1.1575 tokens refilled
+				{18_638 * us, engine.Take, 1, false, 0},
+				{18_639 * us, engine.Take, 1, true, 0},
 			},
 		},
 		{
-			// Tick 1s, in which the whole burst refills; 1µs refills
-			// 2^47/1e6 = 140737488.36 tokens.
+			// 1µs refills 2^47/1e6 = 140737488.36 tokens.
 			"MaxQuota a second drained 1µs before a second", core.PerSecond(core.MaxQuota), []op{
 				{999_999 * us, engine.Take, core.MaxQuota, true, 0},
 				{time.Second, engine.Take, core.MaxQuota, false, 140_737_488},
@@ -473,7 +473,7 @@ func testCoarseTicks(t *testing.T, st core.Store) {
 			},
 		},
 		{
-			// Usage saturates at DebtFactor × capacity at 999999µs: 63s
+			// Usage saturates at DebtFactor × capacity at 999999µs: 64s
 			// and 1µs of refill later, 140737488.36 tokens are back.
 			"MaxQuota a second saturated 1µs before a second", core.PerSecond(core.MaxQuota), []op{
 				{999_999 * us, engine.Charge, math.MaxInt64, false, 0},
@@ -486,7 +486,7 @@ func testCoarseTicks(t *testing.T, st core.Store) {
 	for _, tt := range tests {
 		for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket} {
 			l := tt.limit.WithAlgorithm(alg)
-			key := "coarse " + tt.name + " " + alg.String()
+			key := "wide " + tt.name + " " + alg.String()
 			for i, o := range tt.ops {
 				d, err := st.Apply(ctx, engine.Op{Plan: Plan("", l), Kind: o.kind, Key: key, Cost: o.cost, Now: day.Add(o.at).UnixMicro()})
 				if err != nil {

@@ -49,9 +49,9 @@ func Requests(n int, path string) []*http.Request {
 // BenchQuota per BenchPeriod is the limit of BenchLimiter and of the
 // adapters' benchmarks: a rate no benchmark reaches on one machine (10
 // million a second), so that every request is admitted, and small enough
-// that the engine decides it on its common path (every number within
-// DESIGN's bound at a tick of 1 µs, as a user's limits are), not the
-// coarse-tick path of enormous limits.
+// that the engine decides it on its common path (every product within
+// 2^53, as most users' limits are), not the 128-bit path of enormous
+// (wide) limits.
 const (
 	BenchQuota  = 10_000_000
 	BenchPeriod = time.Second
