@@ -354,7 +354,7 @@ func newTollgateRedis(tb testing.TB, rdb *redis.Client, three bool, opts ...redi
 	tb.Cleanup(func() { st.Close() })
 	limits := []core.Option{core.Per(1e6, time.Second).WithAlgorithm(core.GCRA)}
 	if three {
-		limits = append(limits, core.Per(1e12, time.Minute), core.Per(1e12, time.Hour).WithAlgorithm(core.FixedWindow))
+		limits = append(limits, core.Per(1e6, time.Minute), core.Per(1e12, time.Hour).WithAlgorithm(core.FixedWindow))
 	}
 	lim, err := core.New(st, limits...)
 	if err != nil {
