@@ -454,9 +454,10 @@ func TestLeasedFleetFaults(t *testing.T) {
 		// limit, and flushes its leases. Every admission was checked
 		// against the limit of the rules it ran under, on one shared
 		// count: the window of the reload admits at most the old limit,
-		// every later one at most the new.
+		// every later one at most the new. 7s: the reload comes up to
+		// 1.2s after the run's middle, and a whole window must follow.
 		var reloadAt int64
-		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: 5 * time.Second, reload: true, midway: func(procs []*fleetProc) {
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: 7 * time.Second, reload: true, midway: func(procs []*fleetProc) {
 			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 200*time.Millisecond)))
 			reloadAt = time.Now().UnixMicro()
 			for _, p := range procs {
