@@ -198,9 +198,6 @@ var (
 	gubernatorErr  error
 )
 
-// decide is one instance of a fleet deciding for key.
-type decide = func(ctx context.Context, key string) (bool, error)
-
 // tollgateFleetUnlimited returns 4 leased instances on a limit that never
 // denies, for the unpaced run.
 func tollgateFleetUnlimited(b *testing.B, addr string) []decide {
