@@ -396,6 +396,60 @@ func TestLeasedFleetFaults(t *testing.T) {
 			t.Errorf("no errors while Redis was stopped for 300ms: the instances admitted beyond what they held")
 		}
 	})
+	t.Run("Redis SIGKILLed and restarted empty", func(t *testing.T) {
+		concurrentUnderRace(t)
+		// At a window's start Redis is killed and, 300ms later, started
+		// again with no data (no persistence): the instances spend what
+		// they hold, the failure policy answers the rest, and after the
+		// restart they reserve again (the script reloaded). The restart
+		// forgets what the window had charged, so that window may admit
+		// that much again: at most twice the limit, as without leases.
+		// Every other window holds the limit, and the fleet uses the
+		// windows after the restart in full.
+		srv := startServer(t)
+		var killedAt int64
+		// 6s: a whole window follows the one of the restart.
+		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: 6 * time.Second, addr: srv.addr, midway: func([]*fleetProc) {
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 5*time.Millisecond)))
+			killedAt = time.Now().UnixMicro()
+			srv.kill()
+			time.Sleep(300 * time.Millisecond)
+			srv.start()
+		}})
+		perWindow := map[int64]int{}
+		errs := 0
+		for _, p := range procs {
+			errs += p.errs
+			for _, a := range p.admitted {
+				if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
+					perWindow[w0]++
+				}
+			}
+		}
+		kw := killedAt / 1e6
+		t.Logf("Redis killed in window %d; %d errors; admissions per window %v", kw, errs, perWindow)
+		last := int64(0)
+		for w := range perWindow {
+			last = max(last, w)
+		}
+		for w, n := range perWindow {
+			switch {
+			case w == kw && n > 2*fleetLimit:
+				t.Errorf("window %d, of the restart: %d admissions, more than twice the limit", w, n)
+			case w != kw && n > fleetLimit:
+				t.Errorf("window %d: %d admissions, limit %d", w, n, fleetLimit)
+			}
+		}
+		if errs == 0 {
+			t.Errorf("no errors while Redis was down for 300ms: the instances admitted beyond what they held")
+		}
+		if kw+1 >= last {
+			t.Fatal("no whole window after the restart: the test measured nothing")
+		}
+		if after := perWindow[kw+1]; after < fleetLimit*95/100 && !raceBuild {
+			t.Errorf("the window after the restart admitted %d, want at least 95%% of %d", after, fleetLimit)
+		}
+	})
 	t.Run("a Reset from another process while leases are held", func(t *testing.T) {
 		concurrentUnderRace(t)
 		// The test process resets the fleet's key through a store
