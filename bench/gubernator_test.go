@@ -12,11 +12,8 @@ import (
 
 	guber "github.com/gubernator-io/gubernator/v2"
 	"github.com/gubernator-io/gubernator/v2/cluster"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/core"
-	"github.com/tollgate/tollgate/core/lease"
-	"github.com/tollgate/tollgate/core/redisstore"
 )
 
 // BenchmarkLeasesFleet runs one fleet test on leases and on gubernator v2
@@ -63,30 +60,7 @@ func BenchmarkLeasesFleet(b *testing.B) {
 	const fleetFor = 3 * time.Second
 
 	tollgateFleet := func() []decide {
-		prefix := benchPrefix("fl")
-		var out []decide
-		for range instances {
-			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, ContextTimeoutEnabled: true})
-			b.Cleanup(func() { rdb.Close() })
-			rs, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
-			if err != nil {
-				b.Fatal(err)
-			}
-			ls, err := lease.New(rs)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { ls.Close() })
-			lim, err := core.New(ls, core.PerSecond(limit).WithAlgorithm(core.FixedWindow), core.WithName("fleet"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			out = append(out, func(ctx context.Context, key string) (bool, error) {
-				d, err := lim.Allow(ctx, key)
-				return d.Allowed, err
-			})
-		}
-		return out
+		return leasedFleet(b, addr, core.PerSecond(limit).WithAlgorithm(core.FixedWindow), instances)
 	}
 	gubernatorFleet := func(limit int64) []decide {
 		name := benchPrefix("gu")
@@ -201,28 +175,5 @@ var (
 // tollgateFleetUnlimited returns 4 leased instances on a limit that never
 // denies, for the unpaced run.
 func tollgateFleetUnlimited(b *testing.B, addr string) []decide {
-	prefix := benchPrefix("fu")
-	var out []decide
-	for range 4 {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, ContextTimeoutEnabled: true})
-		b.Cleanup(func() { rdb.Close() })
-		rs, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ls, err := lease.New(rs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { ls.Close() })
-		lim, err := core.New(ls, core.Per(1e9, time.Second).WithAlgorithm(core.FixedWindow))
-		if err != nil {
-			b.Fatal(err)
-		}
-		out = append(out, func(ctx context.Context, key string) (bool, error) {
-			d, err := lim.Allow(ctx, key)
-			return d.Allowed, err
-		})
-	}
-	return out
+	return leasedFleet(b, addr, core.Per(1e9, time.Second).WithAlgorithm(core.FixedWindow), 4)
 }

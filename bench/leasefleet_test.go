@@ -51,32 +51,7 @@ func BenchmarkLeasesFleetAlgorithms(b *testing.B) {
 		{"token", core.PerSecond(limit).WithAlgorithm(core.TokenBucket).WithBurst(limit / 10)},
 		{"gcra", core.PerSecond(limit).WithAlgorithm(core.GCRA).WithBurst(limit / 10)},
 	}
-	fleet := func(l core.Limit) []decide {
-		prefix := benchPrefix("lf")
-		var out []decide
-		for range instances {
-			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, ContextTimeoutEnabled: true})
-			b.Cleanup(func() { rdb.Close() })
-			rs, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
-			if err != nil {
-				b.Fatal(err)
-			}
-			ls, err := lease.New(rs)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { ls.Close() })
-			lim, err := core.New(ls, l, core.WithName("fleet"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			out = append(out, func(ctx context.Context, key string) (bool, error) {
-				d, err := lim.Allow(ctx, key)
-				return d.Allowed, err
-			})
-		}
-		return out
-	}
+	fleet := func(l core.Limit) []decide { return leasedFleet(b, addr, l, instances) }
 	// run paces each instance's callers at demand[i] × twice the limit
 	// and returns the admissions per second and per instance (in whole
 	// seconds only), and the errors.
@@ -158,4 +133,34 @@ func BenchmarkLeasesFleetAlgorithms(b *testing.B) {
 			}
 		}
 	}
+}
+
+// leasedFleet returns n instances of a fleet on limit l: each a
+// core.Limiter named "fleet" over its own lease.Store, Redis store and
+// client (addr), all under one fresh key prefix.
+func leasedFleet(b *testing.B, addr string, l core.Limit, n int) []decide {
+	prefix := benchPrefix("lf")
+	var out []decide
+	for range n {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, ContextTimeoutEnabled: true})
+		b.Cleanup(func() { rdb.Close() })
+		rs, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ls, err := lease.New(rs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ls.Close() })
+		lim, err := core.New(ls, l, core.WithName("fleet"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, func(ctx context.Context, key string) (bool, error) {
+			d, err := lim.Allow(ctx, key)
+			return d.Allowed, err
+		})
+	}
+	return out
 }

@@ -309,6 +309,20 @@ func windows(t *testing.T, procs []*fleetProc) (perWindow map[int64]int, straddl
 	return perWindow, straddling
 }
 
+// admittedPerWindow returns the admissions of procs charged in each fixed
+// window of a second (their call started and ended in it), unchecked.
+func admittedPerWindow(procs []*fleetProc) map[int64]int {
+	perWindow := map[int64]int{}
+	for _, p := range procs {
+		for _, a := range p.admitted {
+			if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
+				perWindow[w0]++
+			}
+		}
+	}
+	return perWindow
+}
+
 // used returns the admissions in the windows wholly inside the run (it
 // covers parts of the first and last), and how many windows those are.
 func used(perWindow map[int64]int) (n, windows int) {
@@ -416,15 +430,10 @@ func TestLeasedFleetFaults(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			srv.start()
 		}})
-		perWindow := map[int64]int{}
+		perWindow := admittedPerWindow(procs)
 		errs := 0
 		for _, p := range procs {
 			errs += p.errs
-			for _, a := range p.admitted {
-				if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
-					perWindow[w0]++
-				}
-			}
 		}
 		kw := killedAt / 1e6
 		t.Logf("Redis killed in window %d; %d errors; admissions per window %v", kw, errs, perWindow)
@@ -480,14 +489,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 				t.Error(err)
 			}
 		}})
-		perWindow := map[int64]int{}
-		for _, p := range procs {
-			for _, a := range p.admitted {
-				if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
-					perWindow[w0]++
-				}
-			}
-		}
+		perWindow := admittedPerWindow(procs)
 		rw := resetAt / 1e6
 		t.Logf("Reset in window %d; admissions per window %v", rw, perWindow)
 		for w, n := range perWindow {
@@ -518,14 +520,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 				p.cmd.Process.Signal(syscall.SIGUSR1)
 			}
 		}})
-		perWindow := map[int64]int{}
-		for _, p := range procs {
-			for _, a := range p.admitted {
-				if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
-					perWindow[w0]++
-				}
-			}
-		}
+		perWindow := admittedPerWindow(procs)
 		rw := reloadAt / 1e6
 		t.Logf("reload in window %d; admissions per window %v", rw, perWindow)
 		after, n := 0, 0
