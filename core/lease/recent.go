@@ -53,11 +53,20 @@ func (r *recent) again(plan *engine.Plan, key string, now int64) bool {
 	h := maphash.String(r.seed, key) ^ plan.ID*0x9e3779b97f4a7c15
 	slot := &r.slots[h&r.mask]
 	fp := h >> timeBits
-	v := slot.Load()
 	t := uint64(now) & timeMask
-	seen := v>>timeBits == fp && (t-v)&timeMask < uint64(r.within)
-	if v != fp<<timeBits|t {
-		slot.Store(fp<<timeBits | t)
+	for {
+		v := slot.Load()
+		if v>>timeBits == fp && (t-v)&timeMask < uint64(r.within) {
+			if v&timeMask != t {
+				slot.CompareAndSwap(v, fp<<timeBits|t) // a later time; lost to another caller, as good
+			}
+			return true
+		}
+		// One caller of a burst on a cold key records it and goes to the
+		// shared store alone; the others, finding the record, get the
+		// allowance, whose first reservation they share.
+		if slot.CompareAndSwap(v, fp<<timeBits|t) {
+			return false
+		}
 	}
-	return seen
 }
