@@ -89,40 +89,11 @@ func BenchmarkLeasesFleet(b *testing.B) {
 		}
 		return out
 	}
-	// paced runs the fleet at twice the limit and returns the admissions
-	// per window and the errors.
+	// paced runs the fleet at twice the limit, equal demands, and returns
+	// the admissions per window and the errors.
 	paced := func(fleet []decide) (map[int64]int, int64) {
-		var mu sync.Mutex
-		perWindow := map[int64]int{}
-		var errs atomic.Int64
-		gap := time.Duration(float64(time.Second) * instances * callers / (2 * limit))
-		start := time.Now()
-		var wg sync.WaitGroup
-		for i, d := range fleet {
-			for j := range callers {
-				wg.Go(func() {
-					next := start.Add(gap * time.Duration(i*callers+j) / (instances * callers))
-					for time.Since(start) < fleetFor {
-						time.Sleep(time.Until(next))
-						next = next.Add(gap)
-						t0 := time.Now().UnixMicro()
-						ok, err := d(context.Background(), "hot")
-						t1 := time.Now().UnixMicro()
-						if err != nil {
-							errs.Add(1)
-							continue
-						}
-						if ok && t0/1e6 == t1/1e6 {
-							mu.Lock()
-							perWindow[t0/1e6]++
-							mu.Unlock()
-						}
-					}
-				})
-			}
-		}
-		wg.Wait()
-		return perWindow, errs.Load()
+		perWindow, _, errs := pace(fleet, []float64{0.25, 0.25, 0.25, 0.25}, limit, callers, fleetFor)
+		return perWindow, errs
 	}
 	// unpaced returns the decisions per second of 64 callers.
 	unpaced := func(fleet []decide) float64 {

@@ -52,45 +52,6 @@ func BenchmarkLeasesFleetAlgorithms(b *testing.B) {
 		{"gcra", core.PerSecond(limit).WithAlgorithm(core.GCRA).WithBurst(limit / 10)},
 	}
 	fleet := func(l core.Limit) []decide { return leasedFleet(b, addr, l, instances) }
-	// run paces each instance's callers at demand[i] × twice the limit
-	// and returns the admissions per second and per instance (in whole
-	// seconds only), and the errors.
-	run := func(f []decide, demand []float64) (perSecond map[int64]int, perInstance []map[int64]int, errs int64) {
-		var mu sync.Mutex
-		perSecond = map[int64]int{}
-		perInstance = make([]map[int64]int, len(f))
-		var e atomic.Int64
-		start := time.Now()
-		var wg sync.WaitGroup
-		for i, d := range f {
-			perInstance[i] = map[int64]int{}
-			gap := time.Duration(float64(time.Second) * callers / (demand[i] * 2 * limit))
-			for j := range callers {
-				wg.Go(func() {
-					next := start.Add(gap * time.Duration(j) / callers)
-					for time.Since(start) < runFor {
-						time.Sleep(time.Until(next))
-						next = next.Add(gap)
-						t0 := time.Now().UnixMicro()
-						ok, err := d(context.Background(), "hot")
-						t1 := time.Now().UnixMicro()
-						if err != nil {
-							e.Add(1)
-							continue
-						}
-						if ok && t0/1e6 == t1/1e6 {
-							mu.Lock()
-							perSecond[t0/1e6]++
-							perInstance[i][t0/1e6]++
-							mu.Unlock()
-						}
-					}
-				})
-			}
-		}
-		wg.Wait()
-		return perSecond, perInstance, e.Load()
-	}
 	b.ResetTimer()
 	for range b.N {
 		for _, alg := range algs {
@@ -98,7 +59,7 @@ func BenchmarkLeasesFleetAlgorithms(b *testing.B) {
 				name   string
 				demand []float64
 			}{{"equal", []float64{0.25, 0.25, 0.25, 0.25}}, {"skewed", []float64{0.7, 0.1, 0.1, 0.1}}} {
-				perSecond, perInstance, errs := run(fleet(alg.l), dm.demand)
+				perSecond, perInstance, errs := pace(fleet(alg.l), dm.demand, limit, callers, runFor)
 				first, last := int64(1<<62), int64(0)
 				for s := range perSecond {
 					first, last = min(first, s), max(last, s)
@@ -163,4 +124,45 @@ func leasedFleet(b *testing.B, addr string, l core.Limit, n int) []decide {
 		})
 	}
 	return out
+}
+
+// pace runs callers goroutines per instance of fleet for runFor, each
+// instance's callers paced together at demand[i] × twice limit per second,
+// and returns the admissions per second and per instance (an admission
+// counted in the second its call started and ended in), and the errors.
+func pace(fleet []decide, demand []float64, limit, callers int, runFor time.Duration) (perSecond map[int64]int, perInstance []map[int64]int, errs int64) {
+	var mu sync.Mutex
+	perSecond = map[int64]int{}
+	perInstance = make([]map[int64]int, len(fleet))
+	var e atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, d := range fleet {
+		perInstance[i] = map[int64]int{}
+		gap := time.Duration(float64(time.Second) * float64(callers) / (demand[i] * 2 * float64(limit)))
+		for j := range callers {
+			wg.Go(func() {
+				next := start.Add(gap * time.Duration(j) / time.Duration(callers))
+				for time.Since(start) < runFor {
+					time.Sleep(time.Until(next))
+					next = next.Add(gap)
+					t0 := time.Now().UnixMicro()
+					ok, err := d(context.Background(), "hot")
+					t1 := time.Now().UnixMicro()
+					if err != nil {
+						e.Add(1)
+						continue
+					}
+					if ok && t0/1e6 == t1/1e6 {
+						mu.Lock()
+						perSecond[t0/1e6]++
+						perInstance[i][t0/1e6]++
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return perSecond, perInstance, e.Load()
 }
