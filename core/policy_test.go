@@ -150,10 +150,12 @@ func TestBreakerOpensAtOnceOnARefusedConnection(t *testing.T) {
 }
 
 // A stall shorter than MinOutage fails the calls caught in it and no more,
-// however many of them fail at once.
+// however many of them fail at once. (The timeout is 100ms, MinOutage
+// 300ms: the 16 calls would have to start 200ms apart to look like an
+// outage, which a loaded machine did at 20ms.)
 func TestBreakerStaysClosedThroughAStall(t *testing.T) {
 	s := &flakyStore{}
-	const timeout = 20 * time.Millisecond
+	const timeout = 100 * time.Millisecond
 	lim, hooked := newPolicyLimiter(t, s, core.WithFailurePolicy(core.FailOpen), core.WithTimeout(timeout))
 	s.hang.Store(true)
 	var wg sync.WaitGroup
