@@ -27,17 +27,8 @@ type Limiter struct {
 	estimate atomic.Int64 // the last window's mean latency, ns (RetryAfter)
 	baseline atomic.Int64 // B, ns (Stats)
 
-	alg        Algorithm
-	min, max   float64
-	share      float64
-	minSamples int
-	latencies  float64
-	minWin     time.Duration
-	maxWin     time.Duration
-	clock      core.Clock
-	name       string
-	obs        core.Observer
-	log        *ratelog.Logger
+	config // the options, as New validated them
+	log    *ratelog.Logger
 
 	mu       sync.Mutex
 	l        float64       // the limit L
@@ -71,11 +62,7 @@ func New(opts ...Option) (*Limiter, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	l := &Limiter{
-		alg: c.alg, min: c.min, max: c.max, share: c.share, minSamples: c.minSamples,
-		latencies: c.latencies, minWin: c.minWin, maxWin: c.maxWin, clock: c.clock,
-		name: c.name, obs: c.obs, log: ratelog.New(c.logger),
-	}
+	l := &Limiter{config: c, log: ratelog.New(c.logger)}
 	l.setLimit(min(max(c.initial, c.min), c.max))
 	l.start = l.clock.Now()
 	return l, nil
