@@ -101,6 +101,60 @@ func receiptsIn(t *testing.T, c *redis.Client, s *Store, scope, key string) int 
 // operation records, its record) and undoes it, so that the key's state is
 // what the answered decisions say.
 func TestInlineLostReplyIsUndone(t *testing.T) {
+	forEachUndo(t, func(t *testing.T, u undoSetup) {
+		direct, proxy, s := u.direct, u.proxy, u.s
+		lim, err := core.New(s, core.Per(1000, time.Hour).WithAlgorithm(core.GCRA),
+			core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for range 3 { // the first teaches the server's clock
+			if d, err := lim.Allow(ctx, "k"); err != nil || !d.Allowed {
+				t.Fatalf("Allow = %+v, %v; want allowed", d, err)
+			}
+		}
+		if !u.records && receiptsIn(t, direct, s, lim.Scope(), "k") != 1 {
+			t.Fatalf("the key holds %d receipts after calls sent inline, want 1 (the last one's)", receiptsIn(t, direct, s, lim.Scope(), "k"))
+		}
+		proxy.set(3 * core.DefaultTimeout)
+		if d, err := lim.Allow(ctx, "k"); err == nil {
+			t.Fatalf("Allow with its reply %v late = %+v, want an error (FailClosed)", 3*core.DefaultTimeout, d)
+		}
+		proxy.set(0)
+		for deadline := time.Now().Add(lateGrace + time.Second); s.undone.Load()+s.undoFailed.Load() == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("the Take whose reply was lost was not undone")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if s.undone.Load() != 1 || s.undoFailed.Load() != 0 {
+			t.Fatalf("undone %d, failed to undo %d; want 1 and 0", s.undone.Load(), s.undoFailed.Load())
+		}
+		time.Sleep(100 * time.Millisecond) // the undo's reply
+		d, err := lim.Peek(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Remaining != 997 {
+			t.Errorf("Remaining = %d, want 997: three answered Takes, the lost one undone", d.Remaining)
+		}
+	})
+}
+
+// An undoSetup is a store whose replies pass through a proxy that can hold
+// them back (proxy), its client (c), and a client without the proxy
+// (direct); records tells whether the store keeps operation records.
+type undoSetup struct {
+	direct, c *redis.Client
+	proxy     *replyDelay
+	s         *Store
+	records   bool
+}
+
+// forEachUndo runs f once for each way a store learns what a Take whose
+// reply was lost did: the reply's receipt, and an operation record.
+func forEachUndo(t *testing.T, f func(t *testing.T, u undoSetup)) {
 	direct := newClient(t)
 	for _, tc := range []struct {
 		name string
@@ -113,43 +167,7 @@ func TestInlineLostReplyIsUndone(t *testing.T) {
 			proxy := newReplyDelay(t, direct.Options().Addr)
 			c := redis.NewClient(clientOptions(proxy.addr))
 			defer c.Close()
-			s := newStore(t, c, tc.opts...)
-			lim, err := core.New(s, core.Per(1000, time.Hour).WithAlgorithm(core.GCRA),
-				core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			for range 3 { // the first teaches the server's clock
-				if d, err := lim.Allow(ctx, "k"); err != nil || !d.Allowed {
-					t.Fatalf("Allow = %+v, %v; want allowed", d, err)
-				}
-			}
-			if tc.opts == nil && receiptsIn(t, direct, s, lim.Scope(), "k") != 1 {
-				t.Fatalf("the key holds %d receipts after calls sent inline, want 1 (the last one's)", receiptsIn(t, direct, s, lim.Scope(), "k"))
-			}
-			proxy.set(3 * core.DefaultTimeout)
-			if d, err := lim.Allow(ctx, "k"); err == nil {
-				t.Fatalf("Allow with its reply %v late = %+v, want an error (FailClosed)", 3*core.DefaultTimeout, d)
-			}
-			proxy.set(0)
-			for deadline := time.Now().Add(lateGrace + time.Second); s.undone.Load()+s.undoFailed.Load() == 0; {
-				if time.Now().After(deadline) {
-					t.Fatal("the Take whose reply was lost was not undone")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			if s.undone.Load() != 1 || s.undoFailed.Load() != 0 {
-				t.Fatalf("undone %d, failed to undo %d; want 1 and 0", s.undone.Load(), s.undoFailed.Load())
-			}
-			time.Sleep(100 * time.Millisecond) // the undo's reply
-			d, err := lim.Peek(ctx, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Remaining != 997 {
-				t.Errorf("Remaining = %d, want 997: three answered Takes, the lost one undone", d.Remaining)
-			}
+			f(t, undoSetup{direct: direct, c: c, proxy: proxy, s: newStore(t, c, tc.opts...), records: tc.opts != nil})
 		})
 	}
 }
