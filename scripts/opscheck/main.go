@@ -65,40 +65,33 @@ func run(prom, app string, redisPid int, rulesFile, dashboardFile string) error 
 			resp.Body.Close()
 		}
 	}
-	// 20 clients well within their limits, throughout.
-	for i := range 20 {
+	// every calls f every d until stop.
+	every := func(d time.Duration, f func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.NewTicker(300 * time.Millisecond)
+			t := time.NewTicker(d)
 			defer t.Stop()
 			for {
 				select {
 				case <-stop:
 					return
 				case <-t.C:
-					get(fmt.Sprint("client-", i))
+					f()
 				}
 			}
 		}()
 	}
+	// 20 clients well within their limits, throughout.
+	for i := range 20 {
+		every(300*time.Millisecond, func() { get(fmt.Sprint("client-", i)) })
+	}
 	// One client far past its limits, once started.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if heavy.Load() {
-					get("heavy")
-				}
-			}
+	every(5*time.Millisecond, func() {
+		if heavy.Load() {
+			get("heavy")
 		}
-	}()
+	})
 	defer func() { close(stop); wg.Wait() }()
 
 	step := func(what string, d time.Duration) {
