@@ -438,3 +438,20 @@ func TestOnlyKeysAskedAboutAgainGetAnAllowance(t *testing.T) {
 		t.Errorf("5 Takes of a spent key, 30ms apart, made %d reservations; want 1, the rest denied locally", got)
 	}
 }
+
+// With WithMinSlice, every key gets an allowance at its first request, as
+// that option promises, however rarely it is asked about: its second
+// request reserves a slice, and its third is decided in process.
+func TestMinSliceGivesEveryKeyAnAllowance(t *testing.T) {
+	plan := planOf(core.PerMinute(1000).WithAlgorithm(core.FixedWindow))
+	st := newLease(t, newShared(t), lease.WithMinSlice(10))
+	take(t, st, plan, "rare", 1, t0)
+	if st.Len() != 1 {
+		t.Fatalf("Len() = %d after a key's first request with WithMinSlice, want 1", st.Len())
+	}
+	take(t, st, plan, "rare", 1, t0+100*ms)
+	before := st.Stats().Local
+	if res := take(t, st, plan, "rare", 1, t0+200*ms); !res.Allowed || st.Stats().Local != before+1 {
+		t.Errorf("third request 100ms apart: %+v, %d decided locally; want allowed in process", res, st.Stats().Local-before)
+	}
+}
