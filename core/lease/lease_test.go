@@ -327,22 +327,29 @@ func TestCallersOfAColdKeyShareAReservation(t *testing.T) {
 	st := newLease(t, sh)
 	var wg sync.WaitGroup
 	var admitted atomic.Int64
+	start := make(chan struct{})
 	for range 64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			res, err := st.Apply(context.Background(), engine.Op{Plan: plan, Key: "k", Cost: 1, Now: t0})
 			if err == nil && res.Allowed {
 				admitted.Add(1)
 			}
 		}()
 	}
+	close(start)
 	wg.Wait()
 	lease.Wait(st)
 	if admitted.Load() != 64 {
 		t.Errorf("admitted %d of 64", admitted.Load())
 	}
-	if n := sh.takes.Load(); n > 4 {
+	// Four reservations is usual (the first caller's own Take, the first
+	// slice, and renewals sized to the burst); a loaded machine that starts
+	// the callers a round trip apart adds one or two. Without sharing it
+	// would be 64.
+	if n := sh.takes.Load(); n > 8 {
 		t.Errorf("64 callers on a cold key made %d reservations, want a few", n)
 	}
 }
