@@ -64,15 +64,15 @@ type Store struct {
 	reported [2]int64 // evictions and lossy evictions at the last report
 }
 
-// shard maps a key to its entries, one per scope (engine.Plan.Scope), chained:
-// keying the map by the string alone keeps Go's fast path for string keys,
-// and a key usually has one scope. heap holds every entry, chained ones
-// included, so len(heap) is the shard's number of entries.
+// shard maps a key to its entries, one per scope (engine.Plan.Scope),
+// chained: a key usually has one scope. heap holds every entry, chained
+// ones included, so len(heap) is the shard's number of entries.
 type shard struct {
 	mu   sync.Mutex
-	m    map[string]*entry
+	t    table      // key → the head of its chain, by the key's hash (table.go)
 	heap []expiring // a min-heap on at: see expiring
-	_    [24]byte   // 64 bytes: shards' hot words on separate cache lines
+	seed maphash.Seed
+	_    [48]byte // 128 bytes: shards' hot words on separate cache lines
 }
 
 // expiring is an entry's place in its shard's heap, which finds expired
@@ -239,7 +239,7 @@ func New(opts ...Option) *Store {
 	}
 	s.baseMicro = s.base.UnixMicro()
 	for i := range s.shards {
-		s.shards[i].m = make(map[string]*entry)
+		s.shards[i].seed = s.seed // remove hashes a key again
 	}
 	go s.background(c.sweep)
 	return s
@@ -269,15 +269,16 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 		sum := sha256.Sum256([]byte(key))
 		key, hashed = string(sum[:]), true
 	}
-	sh := &s.shards[maphash.String(s.seed, key)&s.mask]
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
-	e := sh.m[key]
+	e := sh.t.get(h, key)
 	for e != nil && (e.hashed != hashed || e.plan != op.Plan && e.scope != op.Plan.Scope) {
 		e = e.next
 	}
 	switch {
 	case e == nil:
-		err = s.applyNew(sh, key, hashed, op, now, res)
+		err = s.applyNew(sh, h, key, hashed, op, now, res)
 	case e.plan == op.Plan:
 		states := e.one[:]
 		if !e.solo {
@@ -322,12 +323,13 @@ func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, co
 
 // remove unlinks e from its key's chain and the heap. sh.mu is held.
 func (sh *shard) remove(e *entry) {
-	head := sh.m[e.key]
+	h := maphash.String(sh.seed, e.key)
+	head := sh.t.get(h, e.key)
 	switch {
 	case head == e && e.next == nil:
-		delete(sh.m, e.key)
+		sh.t.del(h, e.key)
 	case head == e:
-		sh.m[e.key] = e.next
+		sh.t.set(h, e.key, e.next)
 	default:
 		for p := head; p != nil; p = p.next {
 			if p.next == e {
@@ -449,7 +451,7 @@ func taken(src []int, j int) bool {
 
 // applyNew applies op to a key with no entry, on fresh scratch states that
 // are stored only if they differ from fresh ones afterwards. sh.mu is held.
-func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now int64, res *engine.Result) error {
+func (s *Store) applyNew(sh *shard, h uint64, key string, hashed bool, op *engine.Op, now int64, res *engine.Result) error {
 	limits := op.Plan.Limits
 	var buf [4]engine.State
 	var states []engine.State
@@ -474,15 +476,15 @@ func (s *Store) applyNew(sh *shard, key string, hashed bool, op *engine.Op, now 
 	copy(e.states, states)
 	e.solo = e.isSolo()
 	e.note(limits)
-	switch head, ok := sh.m[key]; {
-	case ok:
+	switch head := sh.t.get(h, key); {
+	case head != nil:
 		e.key, e.next = head.key, head
 	case hashed:
 		e.key = key // a digest made for this call: no one else's memory
 	default:
 		e.key = cloneString(key)
 	}
-	sh.m[e.key] = e
+	sh.t.set(h, e.key, e)
 	sh.push(e)
 	return nil
 }

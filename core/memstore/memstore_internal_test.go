@@ -212,7 +212,7 @@ func TestEvictionForgetsTheLeastInDebt(t *testing.T) {
 				}
 			}
 			keys := map[string]bool{}
-			for k := range s.shards[0].m {
+			for k := range s.shards[0].t.all() {
 				keys[k] = true
 			}
 			for _, u := range tc.uses {
@@ -234,7 +234,7 @@ func checkHeap(t *testing.T, s *Store, where string) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		entries := 0
-		for k, head := range sh.m {
+		for k, head := range sh.t.all() {
 			for e := head; e != nil; e = e.next {
 				entries++
 				if e.key != k {
@@ -349,7 +349,7 @@ func TestLongKeysAreHashedAndStayDistinct(t *testing.T) {
 		t.Errorf("third Take of a 10 KB key: Remaining = %d, want 2", d.Remaining)
 	}
 	for i := range s.shards {
-		for k := range s.shards[i].m {
+		for k := range s.shards[i].t.all() {
 			if len(k) > 64 {
 				t.Errorf("a stored key is %d bytes long, want hashed to ≤ 64", len(k))
 			}
@@ -379,7 +379,7 @@ func TestAHashedKeyCannotBeNamedByAShortOne(t *testing.T) {
 			take(t, s, long, lim)
 			var stored []string
 			for i := range s.shards {
-				for k := range s.shards[i].m {
+				for k := range s.shards[i].t.all() {
 					stored = append(stored, k)
 				}
 			}

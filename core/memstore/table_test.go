@@ -1,0 +1,68 @@
+package memstore
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"unsafe"
+)
+
+// The table against a Go map, through random inserts, replacements and
+// deletions, with hashes drawn from a few values so that runs of
+// colliding keys form and are shifted back across the table's end.
+func TestTableMatchesAMap(t *testing.T) {
+	for _, hashes := range []uint64{3, 50, 1 << 62} {
+		r := rand.New(rand.NewPCG(1, hashes))
+		var tb table
+		model := map[string]*entry{}
+		hash := func(k string) uint64 {
+			n, _ := strconv.Atoi(k)
+			return uint64(n) % hashes * 0x51_7cc1_b727_220a // spread over the slots, but equal for equal n % hashes
+		}
+		for i := range 5_000 {
+			k := strconv.Itoa(r.IntN(300))
+			switch r.IntN(3) {
+			case 0, 1:
+				e := &entry{key: k}
+				tb.set(hash(k), k, e)
+				model[k] = e
+			case 2:
+				tb.del(hash(k), k)
+				delete(model, k)
+			}
+			if tb.n != len(model) {
+				t.Fatalf("hashes %d, step %d: table holds %d keys, want %d", hashes, i, tb.n, len(model))
+			}
+			if i%97 == 0 || hashes == 3 {
+				for k, e := range model {
+					if got := tb.get(hash(k), k); got != e {
+						t.Fatalf("hashes %d, step %d: get(%q) = %p, want %p", hashes, i, k, got, e)
+					}
+				}
+				seen := 0
+				for k, e := range tb.all() {
+					if model[k] != e {
+						t.Fatalf("hashes %d, step %d: all yields %q → %p, want %p", hashes, i, k, e, model[k])
+					}
+					seen++
+				}
+				if seen != len(model) {
+					t.Fatalf("hashes %d, step %d: all yields %d keys, want %d", hashes, i, seen, len(model))
+				}
+			}
+			if k2 := strconv.Itoa(300 + r.IntN(50)); tb.get(hash(k2), k2) != nil {
+				t.Fatalf("hashes %d, step %d: get(%q) found a key never set", hashes, i, k2)
+			}
+		}
+		if len(tb.slots)*3 < tb.n*4 {
+			t.Errorf("hashes %d: %d keys in %d slots: more than 3/4 in use", hashes, tb.n, len(tb.slots))
+		}
+	}
+}
+
+// Shards sit on cache lines of their own.
+func TestShardIsTwoCacheLines(t *testing.T) {
+	if size := unsafe.Sizeof(shard{}); size != 128 {
+		t.Errorf("a shard is %d bytes, want 128", size)
+	}
+}
