@@ -607,3 +607,54 @@ func TestFallbackShareUnderSaturation(t *testing.T) {
 		})
 	}
 }
+
+// byStore is a flakyStore with ApplyBy: it records the deadline it is
+// given, and that Apply was not called.
+type byStore struct {
+	flakyStore
+	deadline atomic.Int64 // Unix ns
+	applied  atomic.Bool
+}
+
+func (s *byStore) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
+	s.applied.Store(true)
+	return s.flakyStore.Apply(ctx, op)
+}
+
+func (s *byStore) ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error) {
+	s.deadline.Store(deadline.UnixNano())
+	if _, ok := ctx.Deadline(); ok {
+		return engine.Result{}, errors.New("byStore: ApplyBy's context has a deadline of its own: the Limiter made one")
+	}
+	return s.flakyStore.Apply(context.WithoutCancel(ctx), op) // Allowed, Remaining 1
+}
+
+// A store with ApplyBy is called through it, with the Limiter's timeout as
+// a deadline, and no timeout context; a store without it gets a context
+// that ends at the timeout.
+func TestTheTimeoutGoesToApplyByAsADeadline(t *testing.T) {
+	const timeout = 250 * time.Millisecond
+	s := &byStore{}
+	lim, _ := newPolicyLimiter(t, s, core.WithTimeout(timeout))
+	before := time.Now()
+	d, err := lim.Allow(context.Background(), "k")
+	after := time.Now()
+	if err != nil || !d.Allowed {
+		t.Fatalf("Allow = %+v, %v; want allowed", d, err)
+	}
+	if s.applied.Load() {
+		t.Error("the Limiter called Apply on a store with ApplyBy")
+	}
+	if got := time.Unix(0, s.deadline.Load()); got.Before(before.Add(timeout)) || got.After(after.Add(timeout)) {
+		t.Errorf("ApplyBy's deadline is %v after the call began, want the timeout %v", got.Sub(before), timeout)
+	}
+
+	plain := &flakyStore{}
+	lim, _ = newPolicyLimiter(t, plain, core.WithTimeout(timeout))
+	if _, err := lim.Allow(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if !plain.hadDeadline.Load() {
+		t.Error("a store without ApplyBy got a context without a deadline")
+	}
+}
