@@ -209,7 +209,9 @@ func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *O
 	if o != nil {
 		began = time.Now()
 	}
-	res, err := l.applyTimed(ctx, op)
+	cctx, cancel := context.WithTimeout(ctx, l.timeout)
+	res, err := l.store.Apply(cctx, op)
+	cancel()
 	if o != nil {
 		o.Latency = time.Since(began)
 	}
@@ -234,18 +236,6 @@ func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *O
 	d, ferr := l.fail(ctx, op, limits, err, o)
 	b.failure(ctx, start, end, err)
 	return d, ferr
-}
-
-// applyTimed applies op on the store under the Limiter's timeout: through
-// ApplyBy when the store has it (see Store), else under a context that
-// ends at the timeout.
-func (l *Limiter) applyTimed(ctx context.Context, op engine.Op) (engine.Result, error) {
-	if da, ok := l.store.(deadlineApplier); ok {
-		return da.ApplyBy(ctx, op, time.Now().Add(l.timeout))
-	}
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	return l.store.Apply(cctx, op)
 }
 
 // fail reports err (to the log, the hook and o) and applies the failure

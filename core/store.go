@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"time"
 
 	"github.com/tollgate/tollgate/core/engine"
 )
@@ -37,18 +36,6 @@ import (
 // breaker of a remote call, and Apply only when it returns false: a store
 // that answers most operations from memory (package lease) then costs no
 // more than memory does.
-//
-// A Store that is not InProcess may have a method
-//
-//	ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error)
-//
-// which is Apply bounded by deadline as well as by ctx: it returns by the
-// deadline (within about a millisecond), with an error wrapping
-// context.DeadlineExceeded if the operation has not been answered by
-// then, as Apply does under a context that ends at the deadline. A
-// Limiter calls it, when the store has it, instead of Apply under a
-// context.WithTimeout, which makes a timer per call (redisstore shares
-// one among the calls of a millisecond: BENCHMARKS.md).
 type Store interface {
 	// Apply runs op atomically over all the limits of op.Plan for op.Key,
 	// and returns the Result. It returns an error, and changes nothing,
@@ -63,10 +50,4 @@ type Store interface {
 // localApplier is the optional method of a Store described in Store's doc.
 type localApplier interface {
 	ApplyLocal(op engine.Op) (engine.Result, bool)
-}
-
-// deadlineApplier is the optional method of a Store described in Store's
-// doc.
-type deadlineApplier interface {
-	ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error)
 }

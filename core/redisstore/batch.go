@@ -38,7 +38,6 @@ type call struct {
 	done   chan result        // buffered: a sender never blocks
 	state  atomic.Uint32
 	lane   *lane // the lane that counts the call in flight (Apply's calls; see leave)
-	by     byCtx // a call of ApplyBy: its context (by.go)
 	sent   int64 // inline calls that leave a receipt: when sent, server µs, a lower bound (see lostReceipt)
 
 	once   sendOnce
@@ -90,28 +89,19 @@ func (c *call) unbind() {
 	}
 }
 
-// wait returns c's result, or ctx's error if ctx ends first (or, for a
-// call of ApplyBy, its caller's context: see byCtx) and the call is not
-// answered by then.
+// wait returns c's result, or ctx's error if ctx ends first and the call is
+// not answered by then.
 func (c *call) wait(ctx context.Context) (any, error) {
 	select {
 	case r := <-c.done:
 		return r.v, r.err
 	case <-ctx.Done():
-		return c.abandon(ctx.Err())
-	case <-c.callerDone():
-		return c.abandon(ctx.Err())
+		if c.state.CompareAndSwap(pending, abandoned) {
+			return nil, ctx.Err()
+		}
+		r := <-c.done // answered just now
+		return r.v, r.err
 	}
-}
-
-// abandon returns err for a caller that leaves c, unless c was answered
-// just now: then its answer.
-func (c *call) abandon(err error) (any, error) {
-	if c.state.CompareAndSwap(pending, abandoned) {
-		return nil, err
-	}
-	r := <-c.done
-	return r.v, r.err
 }
 
 // leave ends the count of c among its lane's calls in flight, if it is
@@ -174,10 +164,6 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	select {
 	case b.queue <- c:
 	case <-ctx.Done(): // not sent: the queue is full (a stalled server)
-		c.unbind()
-		c.leave()
-		return nil, ctx.Err()
-	case <-c.callerDone():
 		c.unbind()
 		c.leave()
 		return nil, ctx.Err()

@@ -50,11 +50,10 @@ type lane struct {
 	client Client
 	batch  *batcher // nil: unbatched
 
-	inflight atomic.Int64          // Apply's calls not yet done with (see call.leave)
-	honours  bool                  // client bounds reads by a context's deadline: calls may be sent inline
-	id       int64                 // the lane's identity in receipts: random, in [1, 2^52)
-	seq      atomic.Int64          // the number of the lane's last receipt
-	epoch    atomic.Pointer[epoch] // the latest deadline of ApplyBy's calls (by.go)
+	inflight atomic.Int64 // Apply's calls not yet done with (see call.leave)
+	honours  bool         // client bounds reads by a context's deadline: calls may be sent inline
+	id       int64        // the lane's identity in receipts: random, in [1, 2^52)
+	seq      atomic.Int64 // the number of the lane's last receipt
 }
 
 // lanes routes operations to nodes.

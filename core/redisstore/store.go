@@ -273,23 +273,6 @@ func ceilMillis(d time.Duration) int64 {
 // round trip whatever the number of limits. Time is op.Now when set, else
 // the Redis server's TIME.
 func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
-	return s.apply(ctx, op, time.Time{})
-}
-
-// ApplyBy is Apply bounded by deadline as well as by ctx (see core.Store):
-// it returns by the deadline, rounded up to a whole millisecond, with an
-// error wrapping context.DeadlineExceeded if the operation has not been
-// answered by then, as Apply does under a context that ends at it. The
-// script carries the deadline as it carries a context's, and a reply that
-// comes after it is undone in the same way. A core.Limiter calls it: its
-// calls share a timer per millisecond of deadlines (see by.go) where a
-// context.WithTimeout would make one each.
-func (s *Store) ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error) {
-	return s.apply(ctx, op, deadline)
-}
-
-// apply is Apply, bounded by deadline unless it is zero.
-func (s *Store) apply(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error) {
 	if s.closed.Load() {
 		return engine.Result{}, fmt.Errorf("redisstore: %s: %w", op.Kind, core.ErrClosed)
 	}
@@ -299,10 +282,6 @@ func (s *Store) apply(ctx context.Context, op engine.Op, deadline time.Time) (en
 	c := s.newCall(&op)
 	l := s.lanes.of(c.keys[0])
 	c.lane = l
-	if !deadline.IsZero() {
-		c.by = byCtx{Context: ctx, e: l.epochOf(deadline)}
-		ctx = &c.by
-	}
 	var reply any
 	var err error
 	switch {
