@@ -53,24 +53,28 @@ func (t *table) get(h uint64, key string) *entry {
 }
 
 // set makes e the entry of key, of hash h, adding the key if it is new.
-// key must not change afterwards: the table keeps it (e's own copy).
+// key must not change afterwards: the table keeps it (e's own copy). Only
+// an added key can make the table grow.
 func (t *table) set(h uint64, key string, e *entry) {
+	if t.n > 0 {
+		mask := len(t.slots) - 1
+		for i := t.home(h); t.slots[i].e != nil; i = (i + 1) & mask {
+			if s := &t.slots[i]; s.h == h && s.key == key {
+				s.e = e
+				return
+			}
+		}
+	}
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
 	mask := len(t.slots) - 1
-	for i := t.home(h); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e == nil {
-			*s = tslot{h, key, e}
-			t.n++
-			return
-		}
-		if s.h == h && s.key == key {
-			s.e = e
-			return
-		}
+	i := t.home(h)
+	for t.slots[i].e != nil {
+		i = (i + 1) & mask
 	}
+	t.slots[i] = tslot{h, key, e}
+	t.n++
 }
 
 // del removes key, of hash h, if present.

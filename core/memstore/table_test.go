@@ -66,3 +66,20 @@ func TestShardIsTwoCacheLines(t *testing.T) {
 		t.Errorf("a shard is %d bytes, want 128", size)
 	}
 }
+
+// Replacing a key's entry (a chain's new head) takes no slot: the table
+// does not grow for it, even when full up to its bound.
+func TestTableReplacingDoesNotGrow(t *testing.T) {
+	var tb table
+	for i := range 12 { // 12 of 16 slots: the most before growing
+		tb.set(uint64(i)*0x9E37_79B9_7F4A_7C15, strconv.Itoa(i), &entry{})
+	}
+	if len(tb.slots) != 16 {
+		t.Fatalf("12 keys in %d slots, want 16", len(tb.slots))
+	}
+	e := &entry{}
+	tb.set(0, "0", e)
+	if len(tb.slots) != 16 || tb.n != 12 || tb.get(0, "0") != e {
+		t.Errorf("after replacing a key: %d keys in %d slots, entry replaced %v; want 12 in 16, true", tb.n, len(tb.slots), tb.get(0, "0") == e)
+	}
+}
