@@ -1,9 +1,10 @@
 // Package memstore is Tollgate's in-memory store, the embedded default: no
 // server to run, state per process.
 //
-// Keys live in a power-of-two number of shards, each a map behind its own
-// mutex, chosen by a hash seeded per store (so that an attacker cannot aim
-// keys at one shard). Every operation runs engine.Step under the shard lock,
+// Keys live in a power-of-two number of shards, each a hash table behind
+// its own mutex, chosen by a hash seeded per store (so that an attacker
+// cannot aim keys at one shard), which also finds the key in its shard's
+// table. Every operation runs engine.Step under the shard lock,
 // so a decision over several limits is atomic. The hot path — an existing
 // key — allocates nothing.
 //

@@ -104,7 +104,7 @@ type entry struct {
 	plan    *engine.Plan
 	expires int64 // µs; after it every state equals a fresh one
 	slot    int32 // index in the shard's heap
-	hashed  bool  // the map key is the SHA-256 digest of a long key
+	hashed  bool  // the table key is the SHA-256 digest of a long key
 	// solo is set when states is one[:] and n is 1: the key's only state
 	// is one[0], which a decision reads without reading states.
 	solo bool
@@ -119,7 +119,7 @@ type entry struct {
 	sizes   []size // sizes[i]: the numbers of the limit that last stepped states[i]
 	oneSize [1]size
 	scope   string
-	key     string // the map key, for removal by the heap and by eviction
+	key     string // the table key, for removal by the heap and by eviction
 }
 
 // size is what engine.Debt needs of a limit besides its state: kept per
