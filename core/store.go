@@ -36,6 +36,12 @@ import (
 // breaker of a remote call, and Apply only when it returns false: a store
 // that answers most operations from memory (package lease) then costs no
 // more than memory does.
+//
+// A Limiter finds these optional methods by type assertion. A wrapper that
+// embeds a store and overrides Apply (to count or to log) has the
+// embedded store's TakeBrief or ApplyLocal promoted all the same, and the
+// Limiter calls those instead of its Apply: such a wrapper must define
+// them too, or hold the store in a named field rather than embed it.
 type Store interface {
 	// Apply runs op atomically over all the limits of op.Plan for op.Key,
 	// and returns the Result. It returns an error, and changes nothing,
