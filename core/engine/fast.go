@@ -33,19 +33,26 @@ func fast1(op *Op, l *Limit, now int64, st *State, res *Result) (keep int64, ok 
 	return 0, false
 }
 
-// fastGCRA is the fast path of GCRA (gcra.go): TAT = A + B/Q, and the
-// debt Q·max(TAT − now, 0), capped.
-func fastGCRA(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
-	q, capa, p := l.Quota, l.Capacity, l.Period
+// gcraStart brings st, a GCRA state (A + B/Q, the TAT), to now for l: a
+// state of another layout starts fresh, B stays below Q, and a TAT in the
+// past is now. fastGCRA and fastWide begin with it.
+func gcraStart(l *Limit, now int64, st *State) {
 	if st.Ident != l.Ident {
 		*st = State{Ident: l.Ident, A: now, Log: st.Log[:0]}
 	}
-	if st.B >= q {
-		st.B = q - 1
+	if st.B >= l.Quota {
+		st.B = l.Quota - 1
 	}
 	if st.A < now {
 		st.A, st.B = now, 0
 	}
+}
+
+// fastGCRA is the fast path of GCRA (gcra.go): TAT = A + B/Q, and the
+// debt Q·max(TAT − now, 0), capped.
+func fastGCRA(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+	q, capa, p := l.Quota, l.Capacity, l.Period
+	gcraStart(l, now, st)
 	limit := DebtFactor * capa * p
 	hi, lo := bits.Mul64(uint64(st.A-now), uint64(q))
 	over := hi != 0 || lo > uint64(limit) || int64(lo)+st.B > limit
@@ -85,15 +92,7 @@ func fastGCRA(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 // fastGCRA's steps in 128 bits.
 func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	q, capa, p := l.Quota, l.Capacity, l.Period
-	if st.Ident != l.Ident {
-		*st = State{Ident: l.Ident, A: now, Log: st.Log[:0]}
-	}
-	if st.B >= q {
-		st.B = q - 1
-	}
-	if st.A < now {
-		st.A, st.B = now, 0
-	}
+	gcraStart(l, now, st)
 	limit := mul128(DebtFactor*capa, p)
 	debt := mul128(st.A-now, q).plus(u128{0, uint64(st.B)})
 	over := limit.less(debt)
