@@ -58,9 +58,6 @@ type chainState struct {
 	// buf is where the headers' values are built: a buffer on the stack
 	// would escape, passed to BytesWriter.SetHeaderBytes.
 	buf [128]byte
-	// arena is where the header values set on HeaderWriters are carved
-	// from (see arena.value).
-	arena arena
 }
 
 var statePool = sync.Pool{New: func() any { return new(chainState) }}

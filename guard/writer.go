@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"net/http"
+	"sync"
 	"unsafe"
 )
 
@@ -79,13 +80,12 @@ type HeaderWriter interface {
 	ResponseHeader() http.Header
 }
 
-// setHeaderBytes sets header name to value on w: when w is a
-// HeaderWriter, as a value carved out of a (see arena.value); as bytes when
-// w takes them.
-func setHeaderBytes(w Writer, a *arena, name string, value []byte) {
+// setHeaderBytes sets header name to value on w, in one allocation when w
+// is a HeaderWriter, as bytes when w takes them.
+func setHeaderBytes(w Writer, name string, value []byte) {
 	switch x := w.(type) {
 	case HeaderWriter:
-		x.ResponseHeader()[name] = a.value(value)
+		x.ResponseHeader()[name] = headerValue(value)
 	case BytesWriter:
 		x.SetHeaderBytes(name, value)
 	default:
@@ -103,17 +103,16 @@ func setPolicy(w Writer, pc *policyCache) {
 	w.SetHeader(HeaderRateLimitPolicy, pc.value)
 }
 
-// value returns a copy of b as the values of an http.Header field.
+// headerValue returns a copy of b as the values of an http.Header field.
 // Values up to maxArenaValue bytes, and their []string, are carved out of
-// a's chunks: memory shared by many responses, each part written once and
-// then only read, so that a response costs a fraction of an allocation; a
-// chunk is garbage once no header refers to any of it. Each request's
-// chain state has an arena (chainState.arena), which goes from request to
-// request with the state: no pool of its own to visit per response.
-func (a *arena) value(b []byte) []string {
+// an arena: chunks of memory shared by many responses, each part written
+// once and then only read, so that a response costs a fraction of an
+// allocation; a chunk is garbage once no header refers to any of it.
+func headerValue(b []byte) []string {
 	if len(b) == 0 || len(b) > maxArenaValue {
 		return []string{string(b)}
 	}
+	a := arenas.Get().(*arena)
 	if len(a.bytes) < len(b) {
 		a.bytes = make([]byte, arenaBytes)
 	}
@@ -124,12 +123,13 @@ func (a *arena) value(b []byte) []string {
 	v := a.slots[:1:1] // the capacity keeps an append from writing over the next slot
 	v[0] = unsafe.String(&a.bytes[0], n)
 	a.bytes, a.slots = a.bytes[n:], a.slots[1:]
+	arenas.Put(a)
 	return v
 }
 
-// An arena is the unused part of the chunks value carves values from:
-// bytes for the values, slots for their []string. What it handed out is
-// never written again.
+// An arena is the unused part of the chunks headerValue carves values
+// from: bytes for the values, slots for their []string. What it handed
+// out is never written again.
 type arena struct {
 	bytes []byte
 	slots []string
@@ -140,3 +140,6 @@ const (
 	arenaSlots    = 128
 	maxArenaValue = 256
 )
+
+// arenas holds the arenas of headerValue, one per P or so.
+var arenas = sync.Pool{New: func() any { return new(arena) }}
