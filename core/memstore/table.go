@@ -1,7 +1,5 @@
 package memstore
 
-import "iter"
-
 // A table maps a shard's keys to their entries (the head of each key's
 // chain of scopes). It is an open-addressing hash table with linear
 // probing, keyed by the hash that chose the shard: a lookup hashes its key
@@ -119,18 +117,6 @@ func (t *table) grow() {
 	for i := range old {
 		if s := &old[i]; s.e != nil {
 			t.set(s.h, s.key, s.e)
-		}
-	}
-}
-
-// all yields every key and its entry, in no particular order. The table
-// must not change while it runs.
-func (t *table) all() iter.Seq2[string, *entry] {
-	return func(yield func(string, *entry) bool) {
-		for i := range t.slots {
-			if s := &t.slots[i]; s.e != nil && !yield(s.key, s.e) {
-				return
-			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"iter"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -81,5 +82,17 @@ func TestTableReplacingDoesNotGrow(t *testing.T) {
 	tb.set(0, "0", e)
 	if len(tb.slots) != 16 || tb.n != 12 || tb.get(0, "0") != e {
 		t.Errorf("after replacing a key: %d keys in %d slots, entry replaced %v; want 12 in 16, true", tb.n, len(tb.slots), tb.get(0, "0") == e)
+	}
+}
+
+// all yields every key of t and its entry, in no particular order, for the
+// tests. The table must not change while it runs.
+func (t *table) all() iter.Seq2[string, *entry] {
+	return func(yield func(string, *entry) bool) {
+		for i := range t.slots {
+			if s := &t.slots[i]; s.e != nil && !yield(s.key, s.e) {
+				return
+			}
+		}
 	}
 }
