@@ -168,7 +168,13 @@
 // exact. It differs from the truth by what other instances did since: it
 // counts their held units as used (under by at most the fleet's unspent
 // slices) and does not see their spending since the reservation (over by
-// at most what they admitted since); times do not count refill since.
+// at most what they admitted since). Times are exact for the window
+// algorithms: their Reset is a window's or bucket's end, fixed by the
+// reservation's own charge, and the lease ends by then. For TokenBucket
+// and GCRA, Reset (the time until full) is early by the units other
+// instances reserved since, over the rate, and late by those they gave
+// back since: within MaxLease, what the shared store granted or took back
+// from them in that time, over the rate.
 // Peek, Charge and Refund pass through, their Results counting the units
 // held as remaining.
 //
