@@ -12,8 +12,8 @@ import (
 
 // TestFleetNeverAdmitsMoreThanOneStore runs the fleet simulator on a
 // memstore: fleets of instances of random demand on a virtual clock, with
-// crashes, Flushes and fleet-wide Resets, every admission replayed on one
-// exact single store (see package leasetest).
+// crashes, Flushes, fleet-wide Resets, spikes and key floods, every
+// admission replayed on one exact single store (see package leasetest).
 func TestFleetNeverAdmitsMoreThanOneStore(t *testing.T) {
 	leasetest.Run(t, func(t *testing.T) core.Store { return memstore.New(memstore.WithSweepInterval(0)) })
 }

@@ -12,15 +12,25 @@
 // fleet gets a store of its own from the Factory, or at least keys no other
 // fleet uses (a fresh prefix), and the simulator closes it.
 //
-// Fleets of 2 to 6 instances of random demand (½× to 4× the limit) on one
-// key, on every algorithm that leases: some instances crash (dropped with
-// their slices, never given back), some end their leases early (Flush),
-// the key is Reset fleet-wide now and then. Every other fleet is bursty:
-// spikes of up to twice the capacity at one instant, some after a pause
-// that ends shortly before the shared store would be full again (where a
-// token bucket's leases must have ended). Each fleet must also admit at
-// least 90% (bursty: 85%) of what the same requests, decided one by one on
-// the exact store, admit.
+// Two runs, on every algorithm that leases:
+//
+//   - Fleets of 2 to 6 instances of random demand (½× to 4× the limit)
+//     on one key: some instances crash (dropped with their slices, never
+//     given back), some end their leases early (Flush), the key is Reset
+//     fleet-wide now and then. Every other fleet is bursty: spikes of up
+//     to twice the capacity at one instant, some after a pause that ends
+//     shortly before the shared store would be full again (where a token
+//     bucket's leases must have ended). Each fleet must also admit at
+//     least 90% (bursty: 85%) of what the same requests, decided one by
+//     one on the exact store, admit.
+//   - A key flood: instances that keep allowances for a few keys only
+//     (lease.WithMaxKeys) serve many keys, evicting allowances that hold
+//     units. Allowances stay within the bound, and afterwards (every
+//     instance flushed) the shared store shows, for every key, no more
+//     room than the exact store, and less by at most the units the fleet
+//     counted as expired or burned (Stats): an evicted allowance's units
+//     are given back or expire, never kept, never invented. Under
+//     TokenBucket and GCRA they are never given back.
 //
 // A fleet's trace depends on its seed only: the simulator waits for each
 // instance's background work before the next request, so that a failure
@@ -30,6 +40,7 @@ package leasetest
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -49,10 +60,11 @@ type Factory func(t *testing.T) core.Store
 
 // Options tune Run for slower stores.
 type Options struct {
-	// Seeds is the number of random fleets per plan, steady and bursty in
-	// turn. Default: 6.
+	// Seeds is the number of random fleets per plan in each run (steady
+	// and bursty fleets in turn). Default: 6.
 	Seeds int
-	// Steps is the number of requests of each fleet. Default: 6000.
+	// Steps is the number of requests of each fleet (half that in a key
+	// flood). Default: 6000.
 	Steps int
 }
 
@@ -85,6 +97,15 @@ func RunWithOptions(t *testing.T, newShared Factory, o Options) {
 			t.Run(p.name, func(t *testing.T) {
 				for seed := range uint64(o.Seeds) {
 					simulate(t, open, seed, p.plan, o.Steps, seed%2 == 1)
+				}
+			})
+		}
+	})
+	t.Run("a key flood keeps allowances bounded and invents no unit", func(t *testing.T) {
+		for _, p := range singlePlans() {
+			t.Run(p.name, func(t *testing.T) {
+				for seed := range uint64(o.Seeds) {
+					flood(t, open, seed, p.plan, o.Steps/2)
 				}
 			})
 		}
@@ -368,4 +389,103 @@ func simulate(t *testing.T, open func(*testing.T) core.Store, seed uint64, plan 
 	if testing.Verbose() {
 		t.Logf("%s: %d instances at %.1f× the limit: admitted %d, per request %d (%.1f%%), asked %d; %.1f%% decided locally", name, n, float64(f)/2, admitted, baseAdmitted, 100*float64(admitted)/float64(baseAdmitted), asked, 100*float64(local)/float64(takes))
 	}
+}
+
+// floodKeys is the number of keys of a key flood.
+const floodKeys = 64
+
+// flood runs the key flood of seed on plan: 1 to 3 instances, each
+// keeping allowances for 2 to 7 keys, serve steps requests on floodKeys
+// keys (key k about as often as k^-⅔: a few hot keys, many cold ones, each
+// with a limit of its own); half of them give every key an allowance from
+// its second request (lease.WithMinSlice), so that evictions are many.
+func flood(t *testing.T, open func(*testing.T) core.Store, seed uint64, plan *engine.Plan, steps int) {
+	rng := rand.New(rand.NewPCG(seed, 23))
+	shared := newFleetStore(open(t))
+	n := 1 + rng.IntN(3)
+	fleet := make([]*lease.Store, n)
+	maxKeys := make([]int, n)
+	for i := range fleet {
+		maxKeys[i] = 2 + rng.IntN(6)
+		opts := []lease.Option{lease.WithMaxKeys(maxKeys[i]), lease.WithRenewInterval(time.Duration(1+rng.IntN(20)) * time.Millisecond)}
+		if rng.IntN(2) == 0 {
+			opts = append(opts, lease.WithMinSlice(1+rng.Int64N(8)))
+		}
+		fleet[i] = shared.newLease(t, opts...)
+	}
+	oracles := map[string]*oracle{}
+	// Demand: f times one key's limit, over every key.
+	l := plan.Limits[0]
+	f := []int64{2, 4, 8, 16}[rng.IntN(4)] // in halves: 1× to 8×
+	gap := 8 * l.Period / (f * l.Quota)
+	now := t0 + rng.Int64N(l.Period)
+	var admitted, asked int64
+	for range steps {
+		now += rng.Int64N(gap + 1)
+		shared.tick(fleet, now)
+		i := rng.IntN(n)
+		key := fmt.Sprint("key-", int(floodKeys*math.Pow(rng.Float64(), 3)))
+		or := oracles[key]
+		if or == nil {
+			or = newOracle(plan)
+			oracles[key] = or
+		}
+		cost := 1 + rng.Int64N(3)
+		asked += cost
+		if res := shared.take(t, fleet[i], plan, key, cost, now); res.Allowed {
+			admitted += cost
+			if !or.admit(cost, now) {
+				t.Fatalf("seed %d: instance %d of %d admitted %d on %s at +%dµs; the exact single store denies it (plan %+v)", seed, i, n, cost, key, now-t0, plan.Limits)
+			}
+		}
+		if got := fleet[i].Len(); got > maxKeys[i] {
+			t.Fatalf("seed %d: instance %d keeps %d allowances, want at most %d (lease.WithMaxKeys)", seed, i, got, maxKeys[i])
+		}
+	}
+	// Every unit held is given back or expires: what the shared store
+	// shows of each key then differs from the exact store only by units
+	// the fleet counted as expired (or burned, to lengthen leases).
+	var stats lease.Stats
+	for _, st := range fleet {
+		st.Flush()
+		shared.settle(st)
+		s := st.Stats()
+		stats.Expired += s.Expired
+		stats.Burned += s.Burned
+		stats.GiveBacks += s.GiveBacks
+		stats.Returned += s.Returned
+	}
+	var short int64
+	for key, or := range oracles {
+		res, err := shared.Store.Apply(context.Background(), engine.Op{Plan: plan, Key: key, Kind: engine.Peek, Now: now})
+		if err != nil {
+			t.Fatalf("seed %d: shared Peek(%s): %v", seed, key, err)
+		}
+		want := or.remaining(now)
+		if res.Remaining > want {
+			t.Errorf("seed %d: %s: the shared store shows %d remaining, the exact single store %d: units invented", seed, key, res.Remaining, want)
+		}
+		short += want - res.Remaining
+	}
+	if lost := stats.Expired + stats.Burned; short > lost {
+		t.Errorf("seed %d: the shared store shows %d units fewer than the exact single store over the keys; the fleet counted %d expired and %d burned: units kept, or lost uncounted", seed, short, stats.Expired, stats.Burned)
+	}
+	if rated(plan) && stats.Returned != 0 {
+		t.Errorf("seed %d: %d units given back under %v: a token bucket's units expire, never given back", seed, stats.Returned, plan.Limits[0].Algorithm)
+	}
+	if testing.Verbose() {
+		t.Logf("seed %d: %d instances (max keys %v) at %.1f× one key's limit on %d keys: admitted %d of %d; %d units given back, %d expired, %d burned; the shared store shows %d fewer than the exact one",
+			seed, n, maxKeys, float64(f)/2, len(oracles), admitted, asked, stats.Returned, stats.Expired, stats.Burned, short)
+	}
+}
+
+// rated reports whether every limit of plan refills continuously
+// (TokenBucket, GCRA).
+func rated(plan *engine.Plan) bool {
+	for i := range plan.Limits {
+		if a := plan.Limits[i].Algorithm; a != engine.TokenBucket && a != engine.GCRA {
+			return false
+		}
+	}
+	return true
 }
