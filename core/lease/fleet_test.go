@@ -14,6 +14,7 @@ import (
 // memstore: fleets of instances of random demand on a virtual clock, with
 // crashes, Flushes, fleet-wide Resets, spikes and key floods, every
 // admission replayed on one exact single store (see package leasetest).
+// The Redis store runs it on a real Redis (TestSimulatedLeasedFleets).
 func TestFleetNeverAdmitsMoreThanOneStore(t *testing.T) {
 	leasetest.Run(t, func(t *testing.T) core.Store { return memstore.New(memstore.WithSweepInterval(0)) })
 }

@@ -1,8 +1,8 @@
 // Package leasetest is the fleet simulator of package lease: fleets of
 // lease.Stores share one store on a virtual clock, and every admission,
 // replayed at its instant on one exact single store (engine.Step), must be
-// admitted there too. Package lease runs it on a memstore; a store meant
-// to be a lease's shared store can too:
+// admitted there too. Package lease runs it on a memstore, the Redis store
+// on a real Redis; a store meant to be a lease's shared store can too:
 //
 //	func TestLeaseSimulator(t *testing.T) {
 //		leasetest.Run(t, func(t *testing.T) core.Store { return mystore.New(...) })
