@@ -24,8 +24,9 @@
 // therefore never admits more than the shared store would have admitted had
 // each reservation been a burst of requests at its instant — and, stronger,
 // replayed one by one at the instants the fleet admitted them, every
-// admission passes one exact store (the fleet simulator of this package's
-// tests checks exactly that). The rules below keep it.
+// admission passes one exact store (the fleet simulator, package
+// leasetest, checks exactly that, on a memstore and on a real Redis). The
+// rules below keep it.
 //
 // Let Q = quota, P = period, B = capacity, r = Q/P, a reservation of n
 // units made at instant s (the shared store's time of the Take), and t ≥ s

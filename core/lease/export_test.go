@@ -6,12 +6,6 @@ func Wait(s *Store) { s.track.wait() }
 // Tick ends, at now (Unix µs), the lots whose lease ended, as their timers
 // do in real time, and waits for the give-backs.
 func Tick(s *Store, now int64) {
-	s.keys.Range(func(_, v any) bool {
-		a := v.(*allowance)
-		a.mu.Lock()
-		a.expire(now)
-		a.mu.Unlock()
-		return true
-	})
+	s.expireAll(now)
 	s.track.wait()
 }

@@ -81,6 +81,16 @@ func (o *oracle) admit(cost, now int64) bool {
 	return res.Allowed
 }
 
+// remaining returns what the single store has left at now.
+func (o *oracle) remaining(now int64) int64 {
+	var res engine.Result
+	op := engine.Op{Plan: o.plan, Key: "k", Kind: engine.Peek}
+	if _, err := engine.Step(&op, now, o.states, &res); err != nil {
+		panic(err)
+	}
+	return res.Remaining
+}
+
 // limitOf returns a limit of alg: quota per period.
 func limitOf(alg core.Algorithm, quota int64, period time.Duration) core.Limit {
 	l := core.Per(quota, period).WithAlgorithm(alg)

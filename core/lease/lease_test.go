@@ -285,6 +285,72 @@ func TestMaxKeysBoundsTheAllowancesAndGivesUnitsBack(t *testing.T) {
 	}
 }
 
+// Under TokenBucket and GCRA, a key flood past WithMaxKeys evicts
+// allowances that hold units, which expire, never given back: the
+// allowances stay within the bound, every admission passes its key's exact
+// store, and each key's shared bucket shows exactly what it was charged,
+// its admissions and, once, the units its allowance let expire (or burned).
+// Units are neither kept past the eviction nor invented.
+func TestMaxKeysLetsATokenBucketsUnitsExpire(t *testing.T) {
+	for _, l := range []core.Limit{
+		core.PerMinute(1000).WithAlgorithm(core.TokenBucket),
+		core.PerMinute(1000).WithAlgorithm(core.GCRA).WithBurst(500),
+	} {
+		t.Run(l.Algorithm.String(), func(t *testing.T) {
+			plan := planOf(l)
+			shared := newShared(t)
+			st := newLease(t, shared, lease.WithMaxKeys(4))
+			oracles := map[string]*oracle{}
+			now := t0
+			for k := range 50 {
+				key := fmt.Sprint("key-", k)
+				or := newOracle(plan)
+				oracles[key] = or
+				for range 20 {
+					now += 100
+					if take(t, st, plan, key, 1, now).Allowed && !or.admit(1, now) {
+						t.Fatalf("%s admitted at +%dµs; its exact single store denies it", key, now-t0)
+					}
+				}
+				if st.Len() > 4 {
+					t.Fatalf("Len() = %d after %d keys, want at most 4", st.Len(), k+1)
+				}
+			}
+			s := st.Stats()
+			if s.GiveBacks != 0 || s.Returned != 0 {
+				t.Fatalf("Stats = %+v: units given back; a token bucket's units expire", s)
+			}
+			evicted := s.Expired
+			if evicted == 0 {
+				t.Fatal("no units expired: no allowance held units when evicted, and the test checked nothing")
+			}
+			st.Flush() // the 4 keys kept: their units expire too
+			if s = st.Stats(); s.GiveBacks != 0 || s.Returned != 0 {
+				t.Errorf("Stats after Flush = %+v: units given back; a token bucket's units expire", s)
+			}
+			// Over these 100ms the buckets refill a unit or two and are
+			// never full again: each shared bucket is below its exact
+			// store by exactly the units charged and never spent.
+			var short int64
+			for key, or := range oracles {
+				res, err := shared.Apply(context.Background(), engine.Op{Plan: plan, Key: key, Kind: engine.Peek, Now: now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := or.remaining(now)
+				if res.Remaining > want {
+					t.Errorf("shared Peek(%s) = %d remaining, the exact store %d: units invented", key, res.Remaining, want)
+				}
+				short += want - res.Remaining
+			}
+			if short != s.Expired+s.Burned {
+				t.Errorf("the shared buckets show %d units fewer than the exact stores; %d expired (%d of them at eviction) and %d burned: want them equal", short, s.Expired, evicted, s.Burned)
+			}
+			t.Logf("%d units expired at eviction, %d at the Flush, %d burned", evicted, s.Expired-evicted, s.Burned)
+		})
+	}
+}
+
 // Close gives the unspent units back.
 func TestCloseGivesUnitsBack(t *testing.T) {
 	plan := planOf(core.PerMinute(1000).WithAlgorithm(core.SlidingWindow))
