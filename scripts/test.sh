@@ -88,10 +88,11 @@ start_redis() {
   export TOLLGATE_REDIS_ADDR="127.0.0.1:$port"
   export TOLLGATE_REDIS_PID_FILE="$work/single/pid"
 
-  local addrs=()
+  local addrs=() pidfiles=()
   for i in 1 2 3; do
     port=$(start_server "$work/c$i" --cluster-enabled yes --cluster-config-file "$work/c$i/nodes.conf") || return 1
     addrs+=("127.0.0.1:$port")
+    pidfiles+=("$work/c$i/pid")
   done
   redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$work/cluster-create.log" 2>&1
   for _ in $(seq 1 100); do
@@ -100,6 +101,8 @@ start_redis() {
   done
   export TOLLGATE_REDIS_CLUSTER_ADDRS
   TOLLGATE_REDIS_CLUSTER_ADDRS=$(IFS=,; echo "${addrs[*]}")
+  export TOLLGATE_REDIS_CLUSTER_PID_FILES # the masters' pid files, in the order of their addresses
+  TOLLGATE_REDIS_CLUSTER_PID_FILES=$(IFS=,; echo "${pidfiles[*]}")
   echo "== redis-server on $TOLLGATE_REDIS_ADDR, cluster on $TOLLGATE_REDIS_CLUSTER_ADDRS"
 }
 

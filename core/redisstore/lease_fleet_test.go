@@ -393,13 +393,6 @@ func used(perWindow map[int64]int) (n, windows int) {
 	return n, windows
 }
 
-// TestLeasedFleetFaults runs the fleet of TestLeasedFleet through faults:
-// one process SIGKILLed (its unspent slices are stranded until their
-// leases end: the use of its window measures them), one SIGSTOPped past
-// its leases' ends and resumed, Redis SIGSTOPped for
-// 300ms (instances spend what they hold, then the failure policy answers),
-// and on the 3-master cluster. In every window the admissions stay within
-// the limit.
 // concurrentUnderRace runs t beside the other fleets of its test when the
 // race detector is on: only the windows' bounds are checked then (use and
 // shares need the cores to themselves), and the runs, which mostly wait,
@@ -410,39 +403,28 @@ func concurrentUnderRace(t *testing.T) {
 	}
 }
 
+// The fleet of the faults: 4 processes at twice the limit, equal demand.
+var fleetFaultDemand = []float64{fleetLimit / 2, fleetLimit / 2, fleetLimit / 2, fleetLimit / 2}
+
+const fleetFaultFor = 3 * time.Second
+
+// TestLeasedFleetFaults runs the fleet of TestLeasedFleet through faults:
+// one process SIGKILLed (its unspent slices are stranded until their
+// leases end: the use of its window measures them), one SIGSTOPped past
+// its leases' ends and resumed, Redis SIGSTOPped for 300ms (instances
+// spend what they hold, then the failure policy answers), Redis SIGKILLed
+// and restarted empty, a Reset and a rule reload while leases are held;
+// and on the 3-master cluster, a process SIGKILLed, one SIGSTOPped, and
+// the master of the fleet's key SIGSTOPped for 300ms. In every window the
+// admissions stay within the limit.
 func TestLeasedFleetFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process runs of a few seconds")
 	}
-	const dur = 3 * time.Second
-	demand := []float64{fleetLimit / 2, fleetLimit / 2, fleetLimit / 2, fleetLimit / 2} // twice the limit
-	t.Run("an instance SIGKILLed", func(t *testing.T) {
-		concurrentUnderRace(t)
-		var killedAt int64
-		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, midway: func(procs []*fleetProc) {
-			procs[0].killed = true
-			killedAt = time.Now().UnixMicro()
-			procs[0].cmd.Process.Signal(syscall.SIGKILL)
-		}})
-		perWindow, _ := windows(t, procs)
-		w := killedAt / 1e6
-		t.Logf("window of the kill: %d of %d admitted (%d stranded at most); next window: %d", perWindow[w], fleetLimit, fleetLimit-perWindow[w], perWindow[w+1])
-		if perWindow[w+1] < fleetLimit*95/100 && !raceBuild {
-			t.Errorf("the window after the kill admitted %d, want at least 95%% of %d: the survivors should use it", perWindow[w+1], fleetLimit)
-		}
-	})
-	t.Run("an instance SIGSTOPped for 1.2s", func(t *testing.T) {
-		concurrentUnderRace(t)
-		// Its slices' leases end while it is stopped: resumed, it must
-		// not spend them in the windows that followed.
-		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, midway: func(procs []*fleetProc) {
-			procs[1].cmd.Process.Signal(syscall.SIGSTOP)
-			time.Sleep(1200 * time.Millisecond)
-			procs[1].cmd.Process.Signal(syscall.SIGCONT)
-		}})
-		perWindow, _ := windows(t, procs)
-		t.Logf("admissions per window %v", perWindow)
-	})
+	const dur = fleetFaultFor
+	demand := fleetFaultDemand
+	t.Run("an instance SIGKILLed", func(t *testing.T) { instanceKilled(t, "") })
+	t.Run("an instance SIGSTOPped for 1.2s", func(t *testing.T) { instanceStopped(t, "") })
 	t.Run("Redis SIGSTOPped for 300ms", func(t *testing.T) {
 		concurrentUnderRace(t)
 		srv := startServer(t)
@@ -604,11 +586,77 @@ func TestLeasedFleetFaults(t *testing.T) {
 	})
 	t.Run("the 3-master cluster", func(t *testing.T) {
 		cluster := env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS")
-		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, cluster: cluster})
-		perWindow, _ := windows(t, procs)
-		full, n := used(perWindow)
-		if n > 0 && float64(full) < 0.95*float64(n*fleetLimit) && !raceBuild {
-			t.Errorf("%d admissions in %d whole windows: want at least 95%% of %d each", full, n, fleetLimit)
-		}
+		t.Run("an instance SIGKILLed", func(t *testing.T) { instanceKilled(t, cluster) })
+		t.Run("an instance SIGSTOPped for 1.2s", func(t *testing.T) { instanceStopped(t, cluster) })
+		t.Run("the key's master SIGSTOPped for 300ms", func(t *testing.T) {
+			// Not beside the other fleets under the race detector: they
+			// use the same masters.
+			prefix := testPrefix()
+			rs, err := New(newClusterClient(t), WithPrefix(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rs.Close()
+			key := rs.stateKey("fleet", "hot") // the Limiter's name is its scope
+			master := clusterMaster(t, key)
+			procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, cluster: cluster, prefix: prefix, midway: func([]*fleetProc) {
+				// The key exists by now: on that master, or the test
+				// would stop the wrong one.
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				if n, err := master.client.Exists(ctx, key).Result(); err != nil || n != 1 {
+					t.Errorf("the fleet's key %q is not on %s, its master by the cluster's slots (EXISTS: %d, %v)", key, master.addr, n, err)
+				}
+				// At a window's start, as for the single server.
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 5*time.Millisecond)))
+				resume := pause(t, master.proc)
+				time.Sleep(300 * time.Millisecond)
+				resume()
+			}})
+			perWindow, _ := windows(t, procs)
+			errs := 0
+			for _, p := range procs {
+				errs += p.errs
+			}
+			t.Logf("master %s stopped; %d errors (answered by the failure policy); admissions per window %v", master.addr, errs, perWindow)
+			if errs == 0 {
+				t.Errorf("no errors while the key's master was stopped for 300ms: the instances admitted beyond what they held")
+			}
+		})
 	})
+}
+
+// instanceKilled runs the faults' fleet on the single server, or on
+// cluster, and SIGKILLs one process midway: its unspent slices are
+// stranded until their leases end (the use of its window measures them),
+// and the survivors use the next window in full.
+func instanceKilled(t *testing.T, cluster string) {
+	concurrentUnderRace(t)
+	var killedAt int64
+	procs := runFleet(t, fleetRun{alg: "fixed-window", demand: fleetFaultDemand, dur: fleetFaultFor, cluster: cluster, midway: func(procs []*fleetProc) {
+		procs[0].killed = true
+		killedAt = time.Now().UnixMicro()
+		procs[0].cmd.Process.Signal(syscall.SIGKILL)
+	}})
+	perWindow, _ := windows(t, procs)
+	w := killedAt / 1e6
+	t.Logf("window of the kill: %d of %d admitted (%d stranded at most); next window: %d", perWindow[w], fleetLimit, fleetLimit-perWindow[w], perWindow[w+1])
+	if perWindow[w+1] < fleetLimit*95/100 && !raceBuild {
+		t.Errorf("the window after the kill admitted %d, want at least 95%% of %d: the survivors should use it", perWindow[w+1], fleetLimit)
+	}
+}
+
+// instanceStopped runs the faults' fleet on the single server, or on
+// cluster, and SIGSTOPs one process for 1.2s midway: its slices' leases end
+// while it is stopped, and resumed, it must not spend them in the windows
+// that followed.
+func instanceStopped(t *testing.T, cluster string) {
+	concurrentUnderRace(t)
+	procs := runFleet(t, fleetRun{alg: "fixed-window", demand: fleetFaultDemand, dur: fleetFaultFor, cluster: cluster, midway: func(procs []*fleetProc) {
+		procs[1].cmd.Process.Signal(syscall.SIGSTOP)
+		time.Sleep(1200 * time.Millisecond)
+		procs[1].cmd.Process.Signal(syscall.SIGCONT)
+	}})
+	perWindow, _ := windows(t, procs)
+	t.Logf("admissions per window %v", perWindow)
 }
