@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -62,7 +63,6 @@ func TestLeasedFleetChild(t *testing.T) {
 	}
 	addr, prefix, alg := os.Getenv("TOLLGATE_REDIS_ADDR"), os.Getenv("LEASE_PREFIX"), os.Getenv("LEASE_ALG")
 	rate, _ := strconv.ParseFloat(os.Getenv("LEASE_RATE"), 64) // requests per second, all callers
-	start, _ := strconv.ParseInt(os.Getenv("LEASE_START"), 10, 64)
 	dur, _ := time.ParseDuration(os.Getenv("LEASE_FOR"))
 	var c Client
 	if cl := os.Getenv("LEASE_CLUSTER"); cl != "" {
@@ -84,10 +84,16 @@ func TestLeasedFleetChild(t *testing.T) {
 	}
 	var cur atomic.Pointer[core.Limiter]
 	cur.Store(lim)
-	out := bufio.NewWriter(os.Stdout)
-	fmt.Fprintf(out, "R %d\n", time.Now().UnixMicro()) // ready
+	// Ready (the store warmed up): the parent answers with the start, Unix
+	// µs, once every process is.
+	fmt.Println("R")
+	var start int64
+	if _, err := fmt.Fscan(os.Stdin, &start); err != nil {
+		t.Fatalf("reading the start: %v", err)
+	}
 	time.Sleep(time.Until(time.UnixMicro(start)))
 	end := time.Now().Add(dur)
+	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
 	if os.Getenv("LEASE_RELOAD") == "1" {
 		// SIGUSR1 reloads the rules as a rules.Set does: a new Limiter of
@@ -148,7 +154,6 @@ type fleetProc struct {
 	killed   bool
 	local    int64
 	trips    int64
-	ready    int64 // µs: when it was ready to start
 }
 
 // A fleetRun says how to run a fleet.
@@ -180,37 +185,67 @@ func runFleet(t *testing.T, r fleetRun) []*fleetProc {
 	if prefix == "" {
 		prefix = testPrefix()
 	}
-	// The processes start and connect (slowly under the race detector);
-	// an aligned run starts 250ms before a second's boundary.
-	start := time.Now().Add(map[bool]time.Duration{true: 1500 * time.Millisecond, false: 700 * time.Millisecond}[raceBuild])
-	if r.aligned {
-		start = start.Add(250*time.Millisecond - 1).Truncate(time.Second).Add(time.Second - 250*time.Millisecond)
-	}
 	procs := make([]*fleetProc, len(demand))
+	starts := make([]io.WriteCloser, len(demand))
+	outs := make([]*bufio.Reader, len(demand))
 	for i, rate := range demand {
 		p := &fleetProc{cmd: exec.Command(os.Args[0], "-test.run=^TestLeasedFleetChild$", "-test.v=false")}
 		p.cmd.Env = append(os.Environ(), "TOLLGATE_LEASE_CHILD=1", "TOLLGATE_REDIS_ADDR="+addr, "LEASE_PREFIX="+prefix,
-			"LEASE_ALG="+alg, fmt.Sprintf("LEASE_RATE=%g", rate), fmt.Sprintf("LEASE_START=%d", start.UnixMicro()),
+			"LEASE_ALG="+alg, fmt.Sprintf("LEASE_RATE=%g", rate),
 			"LEASE_FOR="+dur.String(), "LEASE_CLUSTER="+r.cluster, fmt.Sprintf("LEASE_RELOAD=%d", map[bool]int{true: 1}[r.reload]))
-		p.cmd.Stdout = &p.out
 		p.cmd.Stderr = &p.errOut
+		in, err := p.cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		procs[i] = p
+		procs[i], starts[i], outs[i] = p, in, bufio.NewReader(out)
+	}
+	// Once every process is ready (started, its store warmed up: slowly
+	// under the race detector), they start together, 100ms later; an
+	// aligned run, 250ms before a second's boundary.
+	for i, p := range procs {
+		if line, err := outs[i].ReadString('\n'); line != "R\n" {
+			for _, q := range procs {
+				q.cmd.Process.Kill()
+			}
+			p.cmd.Wait()
+			t.Fatalf("fleet process %d did not get ready (%q, %v):\n%s", i, line, err, p.errOut.String())
+		}
+	}
+	start := time.Now().Add(100 * time.Millisecond)
+	if r.aligned {
+		start = start.Add(250*time.Millisecond - 1).Truncate(time.Second).Add(time.Second - 250*time.Millisecond)
+	}
+	copied := make([]chan struct{}, len(procs))
+	for i, p := range procs {
+		fmt.Fprintln(starts[i], start.UnixMicro())
+		starts[i].Close()
+		copied[i] = make(chan struct{})
+		go func() {
+			io.Copy(&p.out, outs[i])
+			close(copied[i])
+		}()
 	}
 	if r.midway != nil {
 		time.Sleep(time.Until(start.Add(dur / 2)))
 		r.midway(procs)
 	}
 	for i, p := range procs {
+		<-copied[i] // all read before Wait closes the pipe
 		err := p.cmd.Wait()
 		if err != nil && !p.killed {
 			t.Fatalf("fleet process %d: %v\n%s", i, err, p.errOut.String())
 		}
 		for _, line := range strings.Split(p.out.String(), "\n") {
 			f := strings.Fields(line)
-			if len(f) == 0 || len(f) < map[string]int{"A": 3, "S": 4, "R": 2}[f[0]] {
+			if len(f) == 0 || len(f) < map[string]int{"A": 3, "S": 4}[f[0]] {
 				continue // nothing, or cut short by a kill
 			}
 			n := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
@@ -227,12 +262,7 @@ func runFleet(t *testing.T, r fleetRun) []*fleetProc {
 				}
 			case "S":
 				p.local, p.trips = n(1), n(2)
-			case "R":
-				p.ready = n(1)
 			}
-		}
-		if late := time.Duration(p.ready-start.UnixMicro()) * time.Microsecond; late > 0 {
-			t.Logf("process %d was ready %v after the run's start: it missed the start", i, late)
 		}
 	}
 	return procs
