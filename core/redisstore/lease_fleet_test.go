@@ -663,7 +663,10 @@ func TestLeasedFleetFaults(t *testing.T) {
 func instanceKilled(t *testing.T, cluster string) {
 	concurrentUnderRace(t)
 	var killedAt int64
-	procs := runFleet(t, fleetRun{alg: "fixed-window", demand: fleetFaultDemand, dur: fleetFaultFor, cluster: cluster, midway: func(procs []*fleetProc) {
+	// Aligned, for 3.25s: the kill comes 375ms into a window, while the
+	// processes hold slices of it, and the next window is whole in the
+	// run (at a random phase it was cut short one run in five or so).
+	procs := runFleet(t, fleetRun{alg: "fixed-window", demand: fleetFaultDemand, dur: 3250 * time.Millisecond, aligned: true, cluster: cluster, midway: func(procs []*fleetProc) {
 		procs[0].killed = true
 		killedAt = time.Now().UnixMicro()
 		procs[0].cmd.Process.Signal(syscall.SIGKILL)
