@@ -20,10 +20,12 @@ import (
 
 // The test command (scripts/test.sh) starts Redis and exports:
 //
-//	TOLLGATE_REDIS_ADDR           host:port of a single redis-server
-//	TOLLGATE_REDIS_CLUSTER_ADDRS  comma-separated masters of a 3-master cluster
-//	TOLLGATE_REDIS_PID_FILE       pid of the single redis-server
-//	TOLLGATE_REQUIRE_REDIS=1      fail, never skip, when one is missing
+//	TOLLGATE_REDIS_ADDR               host:port of a single redis-server
+//	TOLLGATE_REDIS_CLUSTER_ADDRS      comma-separated masters of a 3-master cluster
+//	TOLLGATE_REDIS_PID_FILE           pid file of the single redis-server
+//	TOLLGATE_REDIS_CLUSTER_PID_FILES  comma-separated pid files of the masters, in
+//	                                  the order of TOLLGATE_REDIS_CLUSTER_ADDRS
+//	TOLLGATE_REQUIRE_REDIS=1          fail, never skip, when one is missing
 //
 // Tests skip only when the variable they need is unset and
 // TOLLGATE_REQUIRE_REDIS is not 1.

@@ -126,3 +126,51 @@ func pause(t testing.TB, p *os.Process) (resume func()) {
 	t.Cleanup(resume)
 	return resume
 }
+
+// A clusterNode is a master of the shared cluster.
+type clusterNode struct {
+	addr   string
+	client *redis.Client // of the node alone (the cluster client's)
+	proc   *os.Process
+}
+
+// clusterMaster returns the master of the shared cluster that holds key,
+// by the cluster's slots, with its process (TOLLGATE_REDIS_CLUSTER_PID_FILES:
+// their PID files, in the order of TOLLGATE_REDIS_CLUSTER_ADDRS), for tests
+// that pause it.
+func clusterMaster(t testing.TB, key string) clusterNode {
+	t.Helper()
+	addrs := strings.Split(env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS"), ",")
+	files := strings.Split(env(t, "TOLLGATE_REDIS_CLUSTER_PID_FILES"), ",")
+	if len(files) != len(addrs) {
+		t.Fatalf("TOLLGATE_REDIS_CLUSTER_PID_FILES has %d files for the %d masters of TOLLGATE_REDIS_CLUSTER_ADDRS", len(files), len(addrs))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := newClusterClient(t).MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatalf("the master of %q: %v", key, err)
+	}
+	addr := m.Options().Addr
+	_, port, _ := net.SplitHostPort(addr)
+	for i, a := range addrs {
+		if _, p, _ := net.SplitHostPort(a); p != port {
+			continue
+		}
+		b, err := os.ReadFile(files[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatalf("TOLLGATE_REDIS_CLUSTER_PID_FILES: %s: %v", files[i], err)
+		}
+		p, err := os.FindProcess(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return clusterNode{addr: addr, client: m, proc: p}
+	}
+	t.Fatalf("the master of %q, %s, is none of TOLLGATE_REDIS_CLUSTER_ADDRS %v", key, addr, addrs)
+	return clusterNode{}
+}
