@@ -305,9 +305,27 @@ func TestLeasedFleet(t *testing.T) {
 							for i, f := range tt.demand {
 								demand[i] = f * 2 * fleetLimit
 							}
-							procs := runFleet(t, fleetRun{alg: alg, demand: demand, dur: dur, cluster: cluster, aligned: true})
-							fleetOracle(t, fleetLimitOf(alg), fleetCalls(procs))
-							checkUse(t, procs, tt.leading)
+							// Use and shares are measured on a shared
+							// machine, whose load can starve one process
+							// for a while: a fleet that misses them runs
+							// once more, and the test fails if that one
+							// misses too. Every run must keep the
+							// oracle's bound.
+							for attempt := 1; ; attempt++ {
+								procs := runFleet(t, fleetRun{alg: alg, demand: demand, dur: dur, cluster: cluster, aligned: true})
+								fleetOracle(t, fleetLimitOf(alg), fleetCalls(procs))
+								missed := checkUse(t, procs, tt.leading)
+								if len(missed) == 0 {
+									break
+								}
+								if attempt == 2 {
+									for _, m := range missed {
+										t.Error(m)
+									}
+									break
+								}
+								t.Logf("run %d missed (run again): %s", attempt, strings.Join(missed, "; "))
+							}
 						})
 					}
 				})
@@ -317,12 +335,12 @@ func TestLeasedFleet(t *testing.T) {
 }
 
 // checkUse logs what a fleet at twice its limit admitted and, but under
-// the race detector, checks that it used at least 95% of the limit in the
-// whole seconds of the run (the rate of a bucket), answered at most 1% of
-// its requests with errors, and shared the admissions as the demand:
-// equal demands get 25% ± 5% each; when leading, the first process, asking
-// 70%, gets at least 60%.
-func checkUse(t *testing.T, procs []*fleetProc, leading bool) {
+// the race detector, returns what it missed of these: it used at least 95%
+// of the limit in the whole seconds of the run (the rate of a bucket),
+// answered at most 1% of its requests with errors, and shared the
+// admissions as the demand: equal demands get 25% ± 5% each; when
+// leading, the first process, asking 70%, gets at least 60%.
+func checkUse(t *testing.T, procs []*fleetProc, leading bool) (missed []string) {
 	t.Helper()
 	var total, asked, errs int
 	var local, trips int64
@@ -346,30 +364,31 @@ func checkUse(t *testing.T, procs []*fleetProc, leading bool) {
 		// Five processes built with the race detector on two cores time
 		// out now and then, and the breaker opens: use and shares say
 		// nothing then. The oracle's bounds still hold.
-		return
+		return nil
 	}
 	if seconds == 0 {
 		t.Fatal("no whole second inside the run: the test measured nothing")
 	}
 	if usedPct < 95 {
-		t.Errorf("%d admissions in %d whole seconds at a limit of %d/s: %.1f%% of the limit used, want at least 95%%", full, seconds, fleetLimit, usedPct)
+		missed = append(missed, fmt.Sprintf("%d admissions in %d whole seconds at a limit of %d/s: %.1f%% of the limit used, want at least 95%%", full, seconds, fleetLimit, usedPct))
 	}
 	// A loaded machine times a round trip out now and then (the Limiter's
 	// 100ms); more than that is a fault.
 	if errs > asked/100 {
-		t.Errorf("%d errors in %d requests, want at most 1%%", errs, asked)
+		missed = append(missed, fmt.Sprintf("%d errors in %d requests, want at most 1%%", errs, asked))
 	}
 	if leading {
 		if shares[0] < 0.60 {
-			t.Errorf("the process asking 70%% got %.1f%% of the admissions, want at least 60%%", 100*shares[0])
+			missed = append(missed, fmt.Sprintf("the process asking 70%% got %.1f%% of the admissions, want at least 60%%", 100*shares[0]))
 		}
-		return
+		return missed
 	}
 	for i, s := range shares {
 		if s < 0.20 || s > 0.30 {
-			t.Errorf("process %d got %.1f%% of the admissions, want 25%% ± 5%%", i, 100*s)
+			missed = append(missed, fmt.Sprintf("process %d got %.1f%% of the admissions, want 25%% ± 5%%", i, 100*s))
 		}
 	}
+	return missed
 }
 
 // windows returns the admissions of procs charged in each fixed window of
