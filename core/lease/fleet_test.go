@@ -31,10 +31,10 @@ func TestAnIdleHolderOfATokenBucketNeverOverAdmits(t *testing.T) {
 			for idle := int64(0); idle <= 120*ms; idle += 2 * ms {
 				shared := newShared(t)
 				a, b := newLease(t, shared), newLease(t, shared)
-				or := newOracle(plan)
+				or := leasetest.NewOracle(plan)
 				admit := func(st *lease.Store, now int64) {
 					t.Helper()
-					if take(t, st, plan, "k", 1, now).Allowed && !or.admit(1, now) {
+					if take(t, st, plan, "k", 1, now).Allowed && !or.Admit(1, now) {
 						t.Fatalf("idle %dms: admitted at +%dµs; the exact single store denies it", idle/ms, now-t0)
 					}
 				}

@@ -59,38 +59,6 @@ func take(t *testing.T, st *lease.Store, plan *engine.Plan, key string, cost, no
 	return res
 }
 
-// oracle replays admitted Takes on one exact state, the single store
-// every admission must fit in.
-type oracle struct {
-	plan   *engine.Plan
-	states []engine.State
-}
-
-func newOracle(plan *engine.Plan) *oracle {
-	return &oracle{plan: plan, states: make([]engine.State, len(plan.Limits))}
-}
-
-// admit replays an admitted Take of cost at now, and reports whether the
-// single store admits it too.
-func (o *oracle) admit(cost, now int64) bool {
-	var res engine.Result
-	op := engine.Op{Plan: o.plan, Key: "k", Cost: cost}
-	if _, err := engine.Step(&op, now, o.states, &res); err != nil {
-		panic(err)
-	}
-	return res.Allowed
-}
-
-// remaining returns what the single store has left at now.
-func (o *oracle) remaining(now int64) int64 {
-	var res engine.Result
-	op := engine.Op{Plan: o.plan, Key: "k", Kind: engine.Peek}
-	if _, err := engine.Step(&op, now, o.states, &res); err != nil {
-		panic(err)
-	}
-	return res.Remaining
-}
-
 // limitOf returns a limit of alg: quota per period.
 func limitOf(alg core.Algorithm, quota int64, period time.Duration) core.Limit {
 	l := core.Per(quota, period).WithAlgorithm(alg)

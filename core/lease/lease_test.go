@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/core/lease"
+	"github.com/tollgate/tollgate/core/lease/leasetest"
 )
 
 func TestNewRejectsInvalidOptions(t *testing.T) {
@@ -58,14 +59,14 @@ func TestOneInstanceDecidesLocallyWithinTheQuota(t *testing.T) {
 			}{{"below the quota", 20_000, 0.9}, {"at twice the quota", 1000, 0}} {
 				plan := planOf(limitOf(alg, tt.quota, time.Second))
 				st := newLease(t, newShared(t))
-				or := newOracle(plan)
+				or := leasetest.NewOracle(plan)
 				var admitted int64
 				const n = 8000 // 4 s at 2000/s
 				for i := range int64(n) {
 					now := t0 + 123 + i*500
 					if res := take(t, st, plan, "k", 1, now); res.Allowed {
 						admitted++
-						if !or.admit(1, now) {
+						if !or.Admit(1, now) {
 							t.Fatalf("%s: Take #%d at +%dµs admitted; the exact single store denies it", tt.name, i, now-t0)
 						}
 					}
@@ -171,13 +172,13 @@ func TestResetDropsTheAllowance(t *testing.T) {
 	if _, err := st.Apply(context.Background(), engine.Op{Plan: plan, Key: "k", Kind: engine.Reset, Now: t0 + 60*ms}); err != nil {
 		t.Fatal(err)
 	}
-	or := newOracle(plan)
+	or := leasetest.NewOracle(plan)
 	admitted := 0
 	for i := int64(0); i < 200; i++ {
 		now := t0 + 61*ms + i*ms
 		if take(t, st, plan, "k", 1, now).Allowed {
 			admitted++
-			if !or.admit(1, now) {
+			if !or.Admit(1, now) {
 				t.Fatalf("Take #%d after Reset admitted beyond a fresh quota", i)
 			}
 		}
@@ -300,15 +301,15 @@ func TestMaxKeysLetsATokenBucketsUnitsExpire(t *testing.T) {
 			plan := planOf(l)
 			shared := newShared(t)
 			st := newLease(t, shared, lease.WithMaxKeys(4))
-			oracles := map[string]*oracle{}
+			oracles := map[string]*leasetest.Oracle{}
 			now := t0
 			for k := range 50 {
 				key := fmt.Sprint("key-", k)
-				or := newOracle(plan)
+				or := leasetest.NewOracle(plan)
 				oracles[key] = or
 				for range 20 {
 					now += 100
-					if take(t, st, plan, key, 1, now).Allowed && !or.admit(1, now) {
+					if take(t, st, plan, key, 1, now).Allowed && !or.Admit(1, now) {
 						t.Fatalf("%s admitted at +%dµs; its exact single store denies it", key, now-t0)
 					}
 				}
@@ -337,7 +338,7 @@ func TestMaxKeysLetsATokenBucketsUnitsExpire(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := or.remaining(now)
+				want := or.Remaining(now)
 				if res.Remaining > want {
 					t.Errorf("shared Peek(%s) = %d remaining, the exact store %d: units invented", key, res.Remaining, want)
 				}

@@ -89,10 +89,17 @@ func (v *violations) done() {
 // instant, so each aligned window admits at most the quota.
 func checkWindows(t *testing.T, l core.Limit, calls [][2]int64) {
 	t.Helper()
-	p := l.Period.Microseconds()
-	per, straddling := inSpans(calls, p)
+	_, straddling, peak := boundWindows(t, l, calls)
+	t.Logf("oracle (%v): at most %d of %d in an aligned window; %d straddled a window's boundary", l.Algorithm, peak, l.Quota, straddling)
+}
+
+// boundWindows checks that each aligned window of l admits at most its
+// quota, and returns the admissions inside each, how many straddled a
+// boundary, and the most in one window.
+func boundWindows(t *testing.T, l core.Limit, calls [][2]int64) (per map[int64]int, straddling, peak int) {
+	t.Helper()
+	per, straddling = inSpans(calls, l.Period.Microseconds())
 	v := violations{t: t}
-	peak := 0
 	for w, n := range per {
 		peak = max(peak, n)
 		if int64(n) > l.Quota {
@@ -100,7 +107,7 @@ func checkWindows(t *testing.T, l core.Limit, calls [][2]int64) {
 		}
 	}
 	v.done()
-	t.Logf("oracle (%v): at most %d of %d in an aligned window; %d straddled a window's boundary", l.Algorithm, peak, l.Quota, straddling)
+	return per, straddling, peak
 }
 
 // checkSliding: an exact sliding window counter admits a unit at e µs
@@ -113,15 +120,8 @@ func checkWindows(t *testing.T, l core.Limit, calls [][2]int64) {
 func checkSliding(t *testing.T, l core.Limit, calls [][2]int64) {
 	t.Helper()
 	p := l.Period.Microseconds()
-	per, straddling := inSpans(calls, p)
+	per, straddling, peak := boundWindows(t, l, calls)
 	v := violations{t: t}
-	peak := 0
-	for w, n := range per {
-		peak = max(peak, n)
-		if int64(n) > l.Quota {
-			v.errorf("window %d: %d admissions inside it, limit %d", w, n, l.Quota)
-		}
-	}
 	ends := map[int64][]int64{} // per window, the ends of the calls inside it, sorted
 	for _, a := range calls {
 		if w := a[0] / p; w == a[1]/p {

@@ -233,29 +233,31 @@ func (fs *fleetStore) tick(fleet []*lease.Store, now int64) {
 	fs.settle(fleet...)
 }
 
-// oracle is one exact state, the single store every admission must fit
-// in.
-type oracle struct {
+// An Oracle is one exact state of one key (engine.Step on a plan), the
+// single store every admission of a fleet must fit in: replay each
+// admission on it, at its instant, and it must be admitted there too.
+type Oracle struct {
 	plan   *engine.Plan
 	states []engine.State
 }
 
-func newOracle(plan *engine.Plan) *oracle {
-	return &oracle{plan: plan, states: make([]engine.State, len(plan.Limits))}
+// NewOracle returns the exact state of a key of plan that has seen nothing.
+func NewOracle(plan *engine.Plan) *Oracle {
+	return &Oracle{plan: plan, states: make([]engine.State, len(plan.Limits))}
 }
 
-// admit replays a Take of cost at now, and reports whether the single
-// store admits it.
-func (o *oracle) admit(cost, now int64) bool {
+// Admit replays a Take of cost at now (Unix µs), and reports whether the
+// single store admits it.
+func (o *Oracle) Admit(cost, now int64) bool {
 	return o.apply(engine.Take, cost, now).Allowed
 }
 
-// remaining returns what the single store has left at now.
-func (o *oracle) remaining(now int64) int64 {
+// Remaining returns what the single store has left at now.
+func (o *Oracle) Remaining(now int64) int64 {
 	return o.apply(engine.Peek, 0, now).Remaining
 }
 
-func (o *oracle) apply(kind engine.Kind, cost, now int64) engine.Result {
+func (o *Oracle) apply(kind engine.Kind, cost, now int64) engine.Result {
 	var res engine.Result
 	op := engine.Op{Plan: o.plan, Key: "k", Kind: kind, Cost: cost}
 	if _, err := engine.Step(&op, now, o.states, &res); err != nil {
@@ -284,8 +286,8 @@ func simulate(t *testing.T, open func(*testing.T) core.Store, seed uint64, plan 
 		weight[i] = 0.2 + rng.Float64()
 		total += weight[i]
 	}
-	or := newOracle(plan)
-	base := newOracle(plan) // the same requests, decided one by one
+	or := NewOracle(plan)
+	base := NewOracle(plan) // the same requests, decided one by one
 	var baseAdmitted int64
 	// Demand: f times the first limit's rate, Q per P, in requests of 2
 	// units on average, at gaps of gap/2 on average.
@@ -330,7 +332,7 @@ func simulate(t *testing.T, open func(*testing.T) core.Store, seed uint64, plan 
 					}
 					shared.settle(st)
 				}
-				or, base = newOracle(plan), newOracle(plan)
+				or, base = NewOracle(plan), NewOracle(plan)
 				continue
 			case bursty && (r < 4 || reserved && r < 20):
 				// A pause, the buckets refilling while the instances
@@ -359,13 +361,13 @@ func simulate(t *testing.T, open func(*testing.T) core.Store, seed uint64, plan 
 		}
 		cost := 1 + rng.Int64N(3)
 		asked += cost
-		if base.admit(cost, now) {
+		if base.Admit(cost, now) {
 			baseAdmitted += cost
 		}
 		before := fleet[i].Stats().Reservations
 		if res := shared.take(t, fleet[i], plan, "k", cost, now); res.Allowed {
 			admitted += cost
-			if !or.admit(cost, now) {
+			if !or.Admit(cost, now) {
 				t.Fatalf("%s: instance %d of %d admitted %d at +%dµs; the exact single store denies it (plan %+v)", name, i, n, cost, now-t0, plan.Limits)
 			}
 		}
@@ -413,7 +415,7 @@ func flood(t *testing.T, open func(*testing.T) core.Store, seed uint64, plan *en
 		}
 		fleet[i] = shared.newLease(t, opts...)
 	}
-	oracles := map[string]*oracle{}
+	oracles := map[string]*Oracle{}
 	// Demand: f times one key's limit, over every key.
 	l := plan.Limits[0]
 	f := []int64{2, 4, 8, 16}[rng.IntN(4)] // in halves: 1× to 8×
@@ -427,14 +429,14 @@ func flood(t *testing.T, open func(*testing.T) core.Store, seed uint64, plan *en
 		key := fmt.Sprint("key-", int(floodKeys*math.Pow(rng.Float64(), 3)))
 		or := oracles[key]
 		if or == nil {
-			or = newOracle(plan)
+			or = NewOracle(plan)
 			oracles[key] = or
 		}
 		cost := 1 + rng.Int64N(3)
 		asked += cost
 		if res := shared.take(t, fleet[i], plan, key, cost, now); res.Allowed {
 			admitted += cost
-			if !or.admit(cost, now) {
+			if !or.Admit(cost, now) {
 				t.Fatalf("seed %d: instance %d of %d admitted %d on %s at +%dµs; the exact single store denies it (plan %+v)", seed, i, n, cost, key, now-t0, plan.Limits)
 			}
 		}
@@ -461,7 +463,7 @@ func flood(t *testing.T, open func(*testing.T) core.Store, seed uint64, plan *en
 		if err != nil {
 			t.Fatalf("seed %d: shared Peek(%s): %v", seed, key, err)
 		}
-		want := or.remaining(now)
+		want := or.Remaining(now)
 		if res.Remaining > want {
 			t.Errorf("seed %d: %s: the shared store shows %d remaining, the exact single store %d: units invented", seed, key, res.Remaining, want)
 		}
