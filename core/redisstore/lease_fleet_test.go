@@ -463,9 +463,9 @@ const fleetFaultFor = 3 * time.Second
 // its leases' ends and resumed, Redis SIGSTOPped for 300ms (instances
 // spend what they hold, then the failure policy answers), Redis SIGKILLed
 // and restarted empty, a Reset and a rule reload while leases are held;
-// and on the 3-master cluster, a process SIGKILLed, one SIGSTOPped, and
-// the master of the fleet's key SIGSTOPped for 300ms. In every window the
-// admissions stay within the limit.
+// and on the 3-master cluster, a process SIGKILLed, one SIGSTOPped, the
+// master of the fleet's key SIGSTOPped for 300ms, a Reset and a rule
+// reload. In every window the admissions stay within the limit.
 func TestLeasedFleetFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process runs of a few seconds")
@@ -546,97 +546,14 @@ func TestLeasedFleetFaults(t *testing.T) {
 			t.Errorf("the window after the restart admitted %d, want at least 95%% of %d", after, fleetLimit)
 		}
 	})
-	t.Run("a Reset from another process while leases are held", func(t *testing.T) {
-		concurrentUnderRace(t)
-		// The test process resets the fleet's key through a store
-		// without leases, early in a window. The Reset replenishes the
-		// shared state; the instances do not see it until their slices'
-		// leases end, and may spend what they hold, which was charged
-		// before it. So the window of the Reset admits at most what was
-		// charged before the Reset (its quota, spent before or after it)
-		// and a fresh quota after it: twice its quota, as it would
-		// without leases had every slice been spent before the Reset.
-		// Every other window admits at most its quota.
-		prefix := testPrefix()
-		c := newClient(t)
-		rs, err := New(c, WithPrefix(prefix))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rs.Close()
-		plain, err := core.New(rs, fleetLimitOf("fixed-window"), core.WithName("fleet"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var resetAt int64
-		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: dur, prefix: prefix, midway: func([]*fleetProc) {
-			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 200*time.Millisecond)))
-			resetAt = time.Now().UnixMicro()
-			if _, err := plain.Reset(context.Background(), "hot"); err != nil {
-				t.Error(err)
-			}
-		}})
-		perWindow := admittedPerWindow(procs)
-		rw := resetAt / 1e6
-		t.Logf("Reset in window %d; admissions per window %v", rw, perWindow)
-		for w, n := range perWindow {
-			switch {
-			case w == rw && n > 2*fleetLimit:
-				t.Errorf("window %d, of the Reset: %d admissions, more than the quota charged before the Reset and a fresh one after it (%d)", w, n, 2*fleetLimit)
-			case w != rw && n > fleetLimit:
-				t.Errorf("window %d: %d admissions, limit %d", w, n, fleetLimit)
-			}
-		}
-		if _, n := used(perWindow); n == 0 {
-			t.Error("no whole window inside the run: the test measured nothing")
-		}
-	})
-	t.Run("a rule reload while leases are held", func(t *testing.T) {
-		concurrentUnderRace(t)
-		// Early in a window every process reloads its rules, halving the
-		// limit, and flushes its leases. Every admission was checked
-		// against the limit of the rules it ran under, on one shared
-		// count: the window of the reload admits at most the old limit,
-		// every later one at most the new. 7s: the reload comes up to
-		// 1.2s after the run's middle, and a whole window must follow.
-		var reloadAt int64
-		procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: 7 * time.Second, reload: true, midway: func(procs []*fleetProc) {
-			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 200*time.Millisecond)))
-			reloadAt = time.Now().UnixMicro()
-			for _, p := range procs {
-				p.cmd.Process.Signal(syscall.SIGUSR1)
-			}
-		}})
-		perWindow := admittedPerWindow(procs)
-		rw := reloadAt / 1e6
-		t.Logf("reload in window %d; admissions per window %v", rw, perWindow)
-		after, n := 0, 0
-		last := int64(0)
-		for w := range perWindow {
-			last = max(last, w)
-		}
-		for w, c := range perWindow {
-			switch {
-			case w <= rw && c > fleetLimit:
-				t.Errorf("window %d: %d admissions, limit %d", w, c, fleetLimit)
-			case w > rw && c > fleetLimit/2:
-				t.Errorf("window %d, after the reload: %d admissions, new limit %d", w, c, fleetLimit/2)
-			case w > rw && w < last:
-				after += c
-				n++
-			}
-		}
-		if n == 0 {
-			t.Fatal("no whole window after the reload: the test measured nothing")
-		}
-		if float64(after) < 0.95*float64(n*fleetLimit/2) && !raceBuild {
-			t.Errorf("%d admissions in %d whole windows after the reload: want at least 95%% of %d each", after, n, fleetLimit/2)
-		}
-	})
+	t.Run("a Reset from another process while leases are held", func(t *testing.T) { resetWhileHeld(t, "") })
+	t.Run("a rule reload while leases are held", func(t *testing.T) { reloadWhileHeld(t, "") })
 	t.Run("the 3-master cluster", func(t *testing.T) {
 		cluster := env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS")
 		t.Run("an instance SIGKILLed", func(t *testing.T) { instanceKilled(t, cluster) })
 		t.Run("an instance SIGSTOPped for 1.2s", func(t *testing.T) { instanceStopped(t, cluster) })
+		t.Run("a Reset from another process while leases are held", func(t *testing.T) { resetWhileHeld(t, cluster) })
+		t.Run("a rule reload while leases are held", func(t *testing.T) { reloadWhileHeld(t, cluster) })
 		t.Run("the key's master SIGSTOPped for 300ms", func(t *testing.T) {
 			// Not beside the other fleets under the race detector: they
 			// use the same masters.
@@ -711,4 +628,101 @@ func instanceStopped(t *testing.T, cluster string) {
 	}})
 	perWindow, _ := windows(t, procs)
 	t.Logf("admissions per window %v", perWindow)
+}
+
+// resetWhileHeld runs the fleet on the redis-server, or on the cluster,
+// and resets its key from another process early in a window.
+func resetWhileHeld(t *testing.T, cluster string) {
+	concurrentUnderRace(t)
+	// The test process resets the fleet's key through a store
+	// without leases, early in a window. The Reset replenishes the
+	// shared state; the instances do not see it until their slices'
+	// leases end, and may spend what they hold, which was charged
+	// before it. So the window of the Reset admits at most what was
+	// charged before the Reset (its quota, spent before or after it)
+	// and a fresh quota after it: twice its quota, as it would
+	// without leases had every slice been spent before the Reset.
+	// Every other window admits at most its quota.
+	prefix := testPrefix()
+	var c Client = newClient(t)
+	if cluster != "" {
+		c = newClusterClient(t)
+	}
+	rs, err := New(c, WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	plain, err := core.New(rs, fleetLimitOf("fixed-window"), core.WithName("fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resetAt int64
+	procs := runFleet(t, fleetRun{alg: "fixed-window", demand: fleetFaultDemand, dur: fleetFaultFor, prefix: prefix, cluster: cluster, midway: func([]*fleetProc) {
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 200*time.Millisecond)))
+		resetAt = time.Now().UnixMicro()
+		if _, err := plain.Reset(context.Background(), "hot"); err != nil {
+			t.Error(err)
+		}
+	}})
+	perWindow := admittedPerWindow(procs)
+	rw := resetAt / 1e6
+	t.Logf("Reset in window %d; admissions per window %v", rw, perWindow)
+	for w, n := range perWindow {
+		switch {
+		case w == rw && n > 2*fleetLimit:
+			t.Errorf("window %d, of the Reset: %d admissions, more than the quota charged before the Reset and a fresh one after it (%d)", w, n, 2*fleetLimit)
+		case w != rw && n > fleetLimit:
+			t.Errorf("window %d: %d admissions, limit %d", w, n, fleetLimit)
+		}
+	}
+	if _, n := used(perWindow); n == 0 {
+		t.Error("no whole window inside the run: the test measured nothing")
+	}
+}
+
+// reloadWhileHeld runs the fleet on the redis-server, or on the cluster,
+// and has every process reload its rules to half the limit early in a
+// window.
+func reloadWhileHeld(t *testing.T, cluster string) {
+	concurrentUnderRace(t)
+	// Early in a window every process reloads its rules, halving the
+	// limit, and flushes its leases. Every admission was checked
+	// against the limit of the rules it ran under, on one shared
+	// count: the window of the reload admits at most the old limit,
+	// every later one at most the new. 7s: the reload comes up to
+	// 1.2s after the run's middle, and a whole window must follow.
+	var reloadAt int64
+	procs := runFleet(t, fleetRun{alg: "fixed-window", demand: fleetFaultDemand, dur: 7 * time.Second, reload: true, cluster: cluster, midway: func(procs []*fleetProc) {
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 200*time.Millisecond)))
+		reloadAt = time.Now().UnixMicro()
+		for _, p := range procs {
+			p.cmd.Process.Signal(syscall.SIGUSR1)
+		}
+	}})
+	perWindow := admittedPerWindow(procs)
+	rw := reloadAt / 1e6
+	t.Logf("reload in window %d; admissions per window %v", rw, perWindow)
+	after, n := 0, 0
+	last := int64(0)
+	for w := range perWindow {
+		last = max(last, w)
+	}
+	for w, c := range perWindow {
+		switch {
+		case w <= rw && c > fleetLimit:
+			t.Errorf("window %d: %d admissions, limit %d", w, c, fleetLimit)
+		case w > rw && c > fleetLimit/2:
+			t.Errorf("window %d, after the reload: %d admissions, new limit %d", w, c, fleetLimit/2)
+		case w > rw && w < last:
+			after += c
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no whole window after the reload: the test measured nothing")
+	}
+	if float64(after) < 0.95*float64(n*fleetLimit/2) && !raceBuild {
+		t.Errorf("%d admissions in %d whole windows after the reload: want at least 95%% of %d each", after, n, fleetLimit/2)
+	}
 }
