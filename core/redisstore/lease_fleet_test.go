@@ -589,6 +589,75 @@ func TestLeasedFleetFaults(t *testing.T) {
 				t.Errorf("no errors while the key's master was stopped for 300ms: the instances admitted beyond what they held")
 			}
 		})
+		t.Run("the key's master SIGKILLed, its replica promoted", func(t *testing.T) {
+			// A cluster of its own (3 masters, a replica each): the
+			// master of the fleet's key is killed at a window's start,
+			// and the cluster promotes its replica about a second later
+			// (cluster-node-timeout). Meanwhile the instances spend what
+			// they hold, then the failure policy answers. Replication is
+			// asynchronous: the promoted replica may lack the last
+			// reservations, so the window of the kill may admit them
+			// twice, at most twice the limit, as without leases. Every
+			// other window holds the limit, and the fleet decides again
+			// after the promotion.
+			concurrentUnderRace(t)
+			tc := startCluster(t, 3)
+			prefix := testPrefix()
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: tc.addrs(), ContextTimeoutEnabled: true})
+			defer c.Close()
+			rs, err := New(c, WithPrefix(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rs.Close()
+			key := rs.stateKey("fleet", "hot")
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			m, err := c.MasterForKey(ctx, key)
+			cancel()
+			if err != nil {
+				t.Fatalf("the master of %q: %v", key, err)
+			}
+			victim := tc.server(m.Options().Addr)
+			var killedAt int64
+			// 10s, aligned: the kill comes 5–6s in, and whole windows
+			// follow the promotion.
+			procs := runFleet(t, fleetRun{alg: "fixed-window", demand: demand, dur: 10 * time.Second, aligned: true, cluster: strings.Join(tc.addrs(), ","), prefix: prefix, midway: func([]*fleetProc) {
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 5*time.Millisecond)))
+				killedAt = time.Now().UnixMicro()
+				victim.kill()
+			}})
+			perWindow := admittedPerWindow(procs)
+			errs := 0
+			for _, p := range procs {
+				errs += p.errs
+			}
+			kw := killedAt / 1e6
+			t.Logf("master %s killed in window %d; %d errors; admissions per window %v", victim.addr, kw, errs, perWindow)
+			last := int64(0)
+			for w := range perWindow {
+				last = max(last, w)
+			}
+			for w, n := range perWindow {
+				switch {
+				case w == kw && n > 2*fleetLimit:
+					t.Errorf("window %d, of the kill: %d admissions, more than twice the limit", w, n)
+				case w != kw && n > fleetLimit:
+					t.Errorf("window %d: %d admissions, limit %d", w, n, fleetLimit)
+				}
+			}
+			if errs == 0 {
+				t.Errorf("no errors while the key's master was dead: the instances admitted beyond what they held")
+			}
+			// Once the replica is promoted and the clients have found it
+			// (a second or two), a whole window is used again.
+			best := 0
+			for w := kw + 1; w < last; w++ {
+				best = max(best, perWindow[w])
+			}
+			if want := map[bool]int{false: fleetLimit * 95 / 100, true: 1}[raceBuild]; best < want {
+				t.Errorf("at most %d admissions in a whole window after the kill's, want at least %d: the fleet did not decide again after the promotion", best, want)
+			}
+		})
 	})
 }
 
