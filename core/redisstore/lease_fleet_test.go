@@ -132,6 +132,7 @@ func TestLeasedFleetChild(t *testing.T) {
 				default:
 					fmt.Fprintf(out, "D %d\n", t0)
 				}
+				out.Flush() // a SIGKILLed process loses no admission it made
 				mu.Unlock()
 			}
 		})
@@ -206,16 +207,21 @@ func runFleet(t *testing.T, r fleetRun) []*fleetProc {
 			t.Fatal(err)
 		}
 		procs[i], starts[i], outs[i] = p, in, bufio.NewReader(out)
+		// Whatever ends the test (a Fatal included), no process outlives
+		// it: a stopped one is resumed to be killed.
+		t.Cleanup(func() {
+			if p.cmd.ProcessState == nil {
+				p.cmd.Process.Signal(syscall.SIGCONT)
+				p.cmd.Process.Kill()
+				p.cmd.Wait()
+			}
+		})
 	}
 	// Once every process is ready (started, its store warmed up: slowly
 	// under the race detector), they start together, 100ms later; an
 	// aligned run, 250ms before a second's boundary.
 	for i, p := range procs {
 		if line, err := outs[i].ReadString('\n'); line != "R\n" {
-			for _, q := range procs {
-				q.cmd.Process.Kill()
-			}
-			p.cmd.Wait()
 			t.Fatalf("fleet process %d did not get ready (%q, %v):\n%s", i, line, err, p.errOut.String())
 		}
 	}
@@ -241,7 +247,11 @@ func runFleet(t *testing.T, r fleetRun) []*fleetProc {
 		<-copied[i] // all read before Wait closes the pipe
 		err := p.cmd.Wait()
 		if err != nil && !p.killed {
-			t.Fatalf("fleet process %d: %v\n%s", i, err, p.errOut.String())
+			out := p.out.String()
+			if len(out) > 2000 {
+				out = "..." + out[len(out)-2000:]
+			}
+			t.Fatalf("fleet process %d: %v\nits stderr:\n%s\nthe end of its stdout:\n%s", i, err, p.errOut.String(), out)
 		}
 		for _, line := range strings.Split(p.out.String(), "\n") {
 			f := strings.Fields(line)
@@ -305,11 +315,11 @@ func TestLeasedFleet(t *testing.T) {
 							for i, f := range tt.demand {
 								demand[i] = f * 2 * fleetLimit
 							}
-							// Use and shares are measured on a shared
-							// machine, whose load can starve one process
-							// for a while: a fleet that misses them runs
-							// once more, and the test fails if that one
-							// misses too. Every run must keep the
+							// Use, shares and the error rate are measured
+							// on a shared machine, whose load can starve
+							// one process for a while: a fleet that misses
+							// them runs once more, and the test fails if
+							// that one misses too. Every run must keep the
 							// oracle's bound.
 							for attempt := 1; ; attempt++ {
 								procs := runFleet(t, fleetRun{alg: alg, demand: demand, dur: dur, cluster: cluster, aligned: true})
@@ -690,13 +700,28 @@ func instanceKilled(t *testing.T, cluster string) {
 // that followed.
 func instanceStopped(t *testing.T, cluster string) {
 	concurrentUnderRace(t)
-	procs := runFleet(t, fleetRun{alg: "fixed-window", demand: fleetFaultDemand, dur: fleetFaultFor, cluster: cluster, midway: func(procs []*fleetProc) {
+	// 50ms into a window, when every instance has just reserved its
+	// slices, so that the stopped one holds some; 5s, aligned, so that
+	// the run goes on for half a second after it resumes.
+	var resumed int64
+	procs := runFleet(t, fleetRun{alg: "fixed-window", demand: fleetFaultDemand, dur: 5 * time.Second, aligned: true, cluster: cluster, midway: func(procs []*fleetProc) {
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
 		procs[1].cmd.Process.Signal(syscall.SIGSTOP)
 		time.Sleep(1200 * time.Millisecond)
 		procs[1].cmd.Process.Signal(syscall.SIGCONT)
+		resumed = time.Now().UnixMicro()
 	}})
 	perWindow, _ := windows(t, procs)
-	t.Logf("admissions per window %v", perWindow)
+	after := 0
+	for _, a := range procs[1].admitted {
+		if a[0] > resumed {
+			after++
+		}
+	}
+	t.Logf("the stopped process admitted %d after it resumed; admissions per window %v", after, perWindow)
+	if after == 0 {
+		t.Errorf("the stopped process admitted nothing after it resumed: it should reserve again")
+	}
 }
 
 // resetWhileHeld runs the fleet on the redis-server, or on the cluster,
@@ -713,9 +738,11 @@ func resetWhileHeld(t *testing.T, cluster string) {
 	// without leases had every slice been spent before the Reset.
 	// Every other window admits at most its quota.
 	prefix := testPrefix()
-	var c Client = newClient(t)
+	var c Client
 	if cluster != "" {
 		c = newClusterClient(t)
+	} else {
+		c = newClient(t)
 	}
 	rs, err := New(c, WithPrefix(prefix))
 	if err != nil {
