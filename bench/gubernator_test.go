@@ -142,6 +142,9 @@ func BenchmarkLeasesFleet(b *testing.B) {
 			worst = max(worst, perWindow[w])
 			n++
 		}
+		if n == 0 {
+			b.Fatalf("%s: no whole window inside the run", suffix)
+		}
 		add("used-%-"+suffix, 100*float64(used)/float64(n*limit))
 		add("max-window-%-"+suffix, 100*float64(worst)/float64(limit))
 	}

@@ -26,7 +26,7 @@ func TestLeasedInterceptorsAnswerAsWithout(t *testing.T) {
 			clock := guardtest.NewClock(guardtest.Epoch)
 			ms := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
 			t.Cleanup(func() { ms.Close() })
-			ls, err := lease.New(ms, lease.WithMinSlice(4))
+			ls, err := lease.New(ms, lease.WithMinSlice(4), lease.WithClock(clock))
 			if err != nil {
 				t.Fatal(err)
 			}

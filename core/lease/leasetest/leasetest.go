@@ -55,7 +55,9 @@ import (
 )
 
 // Factory returns a new shared store for one fleet, holding no state for
-// the keys the fleet uses. The simulator closes it.
+// the keys the fleet uses. The simulator closes it at the end of the
+// fleet's test; a store the factory also closes (a t.Cleanup of its own)
+// must take a second Close without harm.
 type Factory func(t *testing.T) core.Store
 
 // Options tune Run for slower stores.
