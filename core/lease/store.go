@@ -172,6 +172,27 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 	// now, becomes what local decisions report.
 	now := s.now(&op)
 	a.mu.Lock()
+	// A reservation of units ahead in flight sets the view from its reply,
+	// which need not count this operation: were it processed after this
+	// one's answer, local decisions would report the shared state without
+	// this operation (a Refund's units, say) until the next reservation.
+	// So this operation waits for it, and its answer, the later one, sets
+	// the view. (A reservation sent while this operation is in flight can
+	// still race it: the view is then off by this operation's units until
+	// the next reservation or pass-through sets it again.)
+	for a.ahead {
+		if a.done == nil {
+			a.done = make(chan struct{})
+		}
+		ch := a.done
+		a.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return engine.Result{}, ctx.Err()
+		}
+		a.mu.Lock()
+	}
 	a.expire(now)
 	held := a.held()
 	a.mu.Unlock()
