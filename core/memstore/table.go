@@ -66,12 +66,18 @@ func (t *table) set(h uint64, key string, e *entry) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
+	t.insert(tslot{h, key, e})
+}
+
+// insert puts s, whose key the table does not hold, in the first empty
+// slot from its home. The table has room.
+func (t *table) insert(s tslot) {
 	mask := len(t.slots) - 1
-	i := t.home(h)
+	i := t.home(s.h)
 	for t.slots[i].e != nil {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = tslot{h, key, e}
+	t.slots[i] = s
 	t.n++
 }
 
@@ -114,9 +120,9 @@ func (t *table) grow() {
 	for s := size; s > 1; s >>= 1 {
 		t.shift--
 	}
-	for i := range old {
-		if s := &old[i]; s.e != nil {
-			t.set(s.h, s.key, s.e)
+	for _, s := range old {
+		if s.e != nil {
+			t.insert(s) // keys are unique, and the new table has room
 		}
 	}
 }
