@@ -401,41 +401,19 @@ func checkUse(t *testing.T, procs []*fleetProc, leading bool) (missed []string) 
 	return missed
 }
 
-// windows returns the admissions of procs charged in each fixed window of
-// a second, checking that none holds more than the limit, and the number
-// that straddled a boundary.
-func windows(t *testing.T, procs []*fleetProc) (perWindow map[int64]int, straddling int) {
+// windows returns the admissions of a fixed-window fleet inside each
+// window, checking that none holds more than the limit.
+func windows(t *testing.T, procs []*fleetProc) map[int64]int {
 	t.Helper()
-	perWindow = map[int64]int{}
-	for _, p := range procs {
-		for _, a := range p.admitted {
-			if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
-				perWindow[w0]++
-			} else {
-				straddling++
-			}
-		}
-	}
-	for w, n := range perWindow {
-		if n > fleetLimit {
-			t.Errorf("window %d: %d admissions charged in it, limit %d", w, n, fleetLimit)
-		}
-	}
-	return perWindow, straddling
+	per, _, _ := boundWindows(t, fleetLimitOf("fixed-window"), fleetCalls(procs))
+	return per
 }
 
-// admittedPerWindow returns the admissions of procs charged in each fixed
-// window of a second (their call started and ended in it), unchecked.
+// admittedPerWindow returns the admissions of procs inside each window of
+// a second, unchecked (a fault's window may hold more).
 func admittedPerWindow(procs []*fleetProc) map[int64]int {
-	perWindow := map[int64]int{}
-	for _, p := range procs {
-		for _, a := range p.admitted {
-			if w0, w1 := a[0]/1e6, a[1]/1e6; w0 == w1 {
-				perWindow[w0]++
-			}
-		}
-	}
-	return perWindow
+	per, _ := inSpans(fleetCalls(procs), 1e6)
+	return per
 }
 
 // used returns the admissions in the windows wholly inside the run (it
@@ -497,7 +475,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			srv.signal(syscall.SIGCONT)
 		}})
-		perWindow, _ := windows(t, procs)
+		perWindow := windows(t, procs)
 		errs := 0
 		for _, p := range procs {
 			errs += p.errs
@@ -571,7 +549,7 @@ func TestLeasedFleetFaults(t *testing.T) {
 				time.Sleep(300 * time.Millisecond)
 				resume()
 			}})
-			perWindow, _ := windows(t, procs)
+			perWindow := windows(t, procs)
 			errs := 0
 			for _, p := range procs {
 				errs += p.errs
@@ -650,7 +628,7 @@ func instanceKilled(t *testing.T, cluster string) {
 		killedAt = time.Now().UnixMicro()
 		procs[0].cmd.Process.Signal(syscall.SIGKILL)
 	}})
-	perWindow, _ := windows(t, procs)
+	perWindow := windows(t, procs)
 	w := killedAt / 1e6
 	t.Logf("window of the kill: %d of %d admitted (%d stranded at most); next window: %d", perWindow[w], fleetLimit, fleetLimit-perWindow[w], perWindow[w+1])
 	if perWindow[w+1] < fleetLimit*95/100 && !raceBuild {
@@ -675,7 +653,7 @@ func instanceStopped(t *testing.T, cluster string) {
 		procs[1].cmd.Process.Signal(syscall.SIGCONT)
 		resumed = time.Now().UnixMicro()
 	}})
-	perWindow, _ := windows(t, procs)
+	perWindow := windows(t, procs)
 	after := 0
 	for _, a := range procs[1].admitted {
 		if a[0] > resumed {
