@@ -21,7 +21,11 @@ type lot struct {
 	n        int64 // units unspent
 	end      int64 // local µs: spent only before it
 	deadline int64 // local µs: given back only before it (window algorithms); 0: any time
-	keep     bool  // never given back (TokenBucket, GCRA): its units expire
+	// wend is a window lot's window end (local µs, no later than the
+	// shared store's): a fixed window's refund after it does nothing. A
+	// lot's lease (end) may end sooner, by MaxLease. 0: not a window lot.
+	wend int64
+	keep bool // never given back (TokenBucket, GCRA): its units expire
 	// receipt says where the reservation's charge went: a give-back
 	// refunds there and nowhere else (engine.Receipt). nil when the
 	// shared store reports no Result.At.
@@ -432,6 +436,9 @@ func (a *allowance) addLot(units int64, res *engine.Result, cost, sent int64, ep
 	s := a.s
 	sp, window := span(a.plan, res, units)
 	l := lot{n: units, keep: !window, end: sent + sp}
+	if window {
+		l.wend = l.end
+	}
 	switch {
 	case res.At > 0:
 		// A refund with the charge's receipt goes where the charge
@@ -555,8 +562,8 @@ func (s *Store) giveBack(a *allowance, lots []lot, opNow int64) {
 			continue
 		}
 		now := s.now(&engine.Op{Now: opNow})
-		if l.keep || l.deadline != 0 && now >= l.deadline || l.receipt != nil && now >= l.end && fixedOnly(a.plan) {
-			s.stats.expired.Add(l.n) // (a fixed window's units past its end: nothing to give back)
+		if l.keep || l.deadline != 0 && now >= l.deadline || l.receipt != nil && l.wend != 0 && now >= l.wend && fixedOnly(a.plan) {
+			s.stats.expired.Add(l.n) // (a fixed window's units past its window's end: nothing to give back)
 			continue
 		}
 		s.track.add()

@@ -1,10 +1,13 @@
 package lease_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/core/lease"
 )
 
@@ -52,5 +55,35 @@ func TestTheLastUnitsGoToWhoeverAsks(t *testing.T) {
 				t.Errorf("busy instance stats %+v: most of its %d admissions should be local", s, admitted)
 			}
 		})
+	}
+}
+
+// A lot whose lease ends by MaxLease before its fixed window does gives
+// its unspent units back to that window: they are not stranded for the
+// rest of a long window.
+func TestALeaseEndedBeforeItsWindowGivesItsUnitsBack(t *testing.T) {
+	plan := planOf(core.PerMinute(1000).WithAlgorithm(core.FixedWindow))
+	shared := newShared(t)
+	st := newLease(t, shared, lease.WithMaxLease(time.Second))
+	now := t0 + ms
+	var admitted int64
+	for range 40 {
+		now += ms / 2
+		if take(t, st, plan, "k", 1, now).Allowed {
+			admitted++
+		}
+	}
+	if st.Stats().Local == 0 {
+		t.Fatal("nothing was decided in process: no lot to end")
+	}
+	now += 2 * time.Second.Microseconds() // the leases end; the window (a minute) goes on
+	lease.Tick(st, now)
+	s := st.Stats()
+	res, err := shared.Apply(context.Background(), engine.Op{Plan: plan, Key: "k", Kind: engine.Peek, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Expired != 0 || s.Returned == 0 || res.Remaining != 1000-admitted {
+		t.Errorf("after the leases ended: stats %+v, the shared store shows %d remaining; want every unspent unit returned, %d remaining", s, res.Remaining, 1000-admitted)
 	}
 }
