@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,42 +83,6 @@ type shard struct {
 type expiring struct {
 	at int64
 	e  *entry
-}
-
-// entry holds one key's states, one per limit layout (engine.State.Ident):
-// limiters with different limits may share a key, as Redis keys are per
-// key and layout. The first n states are those of the last operation's
-// limits, in order, and plan is that operation's plan, so that the next
-// operation of the same plan runs Step on them directly.
-//
-// An entry of a key longer than maxKeyLen is stored under the key's digest
-// with hashed set, and found only by keys that are hashed too: a short key
-// equal to a digest is another key.
-type entry struct {
-	// What a decision of one limit on an existing key reads comes first,
-	// in the first 56 bytes, one cache line (entries are 192 bytes, so
-	// aligned to 64): over many keys, each line it touches is a cache
-	// miss. A decision of several limits reads the second line too, and
-	// eviction reads states, expires and sizes.
-	plan    *engine.Plan
-	expires int64 // µs; after it every state equals a fresh one
-	slot    int32 // index in the shard's heap
-	hashed  bool  // the table key is the SHA-256 digest of a long key
-	// solo is set when states is one[:] and n is 1: the key's only state
-	// is one[0], which a decision reads without reading states.
-	solo bool
-	// one is the storage for the common single-limit case: its Ident, A,
-	// B and C in the first line, its Log (which the algorithms without
-	// logs leave alone) in the second.
-	one    [1]engine.State
-	next   *entry         // the entry of another scope of the same key
-	states []engine.State // its first n are the last operation's
-	n      int
-
-	sizes   []size // sizes[i]: the numbers of the limit that last stepped states[i]
-	oneSize [1]size
-	scope   string
-	key     string // the table key, for removal by the heap and by eviction
 }
 
 // size is what engine.Debt needs of a limit besides its state: kept per
@@ -273,7 +236,7 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
 	e := sh.t.get(h, key)
-	for e != nil && (e.hashed != hashed || e.plan != op.Plan && e.scope != op.Plan.Scope) {
+	for e != nil && (e.hashed != hashed || e.plan != op.Plan && e.plan.Scope != op.Plan.Scope) {
 		e = e.next
 	}
 	switch {
@@ -282,7 +245,7 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 	case e.plan == op.Plan:
 		states := e.one[:]
 		if !e.solo {
-			states = e.states[:e.n]
+			states = e.more.states[:e.more.n]
 		}
 		var keep int64
 		keep, err = engine.Step(op, now, states, res)
@@ -329,7 +292,7 @@ func (sh *shard) remove(e *entry) {
 	case head == e && e.next == nil:
 		sh.t.del(h, e.key)
 	case head == e:
-		sh.t.set(h, e.key, e.next)
+		sh.t.set(h, e.next)
 	default:
 		for p := head; p != nil; p = p.next {
 			if p.next == e {
@@ -342,11 +305,11 @@ func (sh *shard) remove(e *entry) {
 }
 
 // settle records how long e must be kept after an operation whose states
-// are e.states[:e.n]; other layouts' states keep it at least as long as
-// before. sh.mu is held.
+// are the first of e.all(); other layouts' states keep it at least as long
+// as before. sh.mu is held.
 func (e *entry) settle(sh *shard, now int64, keep int64) {
 	until := now + keep
-	all := e.solo || len(e.states) == e.n // no other layout's state
+	all := e.solo || len(e.more.states) == e.more.n // no other layout's state
 	switch {
 	case all && keep == 0:
 		sh.remove(e)
@@ -360,21 +323,14 @@ func (e *entry) settle(sh *shard, now int64, keep int64) {
 	}
 }
 
-// note records the numbers of the limits that stepped e.states[:len(limits)].
-func (e *entry) note(limits []engine.Limit) {
-	sizes := e.sizes[:len(limits)]
-	for i := range limits {
-		sizes[i] = size{limits[i].Quota, limits[i].Capacity}
-	}
-}
-
 // debt returns the share of its capacity that e's most used limit still
 // uses at now (engine.Debt): 0 when forgetting e loses nothing, 1 when some
 // limit is exhausted or owes more.
 func (e *entry) debt(now int64) float64 {
 	d := 0.0
-	for i := range e.states {
-		d = max(d, engine.Debt(e.states[i], e.sizes[i].quota, e.sizes[i].capacity, now))
+	for i, st := range e.all() {
+		sz := e.size(i)
+		d = max(d, engine.Debt(st, sz.quota, sz.capacity, now))
 		if d >= 1 {
 			break
 		}
@@ -398,11 +354,12 @@ func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64, res *engine.Resu
 	} else {
 		scratch, src = make([]engine.State, n), make([]int, n)
 	}
+	cur := e.all()
 	for i := range limits {
 		src[i] = -1
-		for j := range e.states {
-			if e.states[j].Ident == limits[i].Ident && !taken(src[:i], j) {
-				scratch[i], src[i] = e.states[j], j
+		for j := range cur {
+			if cur[j].Ident == limits[i].Ident && !taken(src[:i], j) {
+				scratch[i], src[i] = cur[j], j
 				break
 			}
 		}
@@ -411,31 +368,38 @@ func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64, res *engine.Resu
 	if err != nil {
 		return err
 	}
-	aligned := len(e.states) >= n
+	aligned := len(cur) >= n
 	for i := 0; aligned && i < n; i++ {
 		aligned = src[i] == i
 	}
 	if aligned { // same layouts in the same places: another plan of equal limits
-		copy(e.states, scratch)
-		e.n, e.plan = n, op.Plan
-		e.solo = e.isSolo()
-		e.note(limits)
+		copy(cur, scratch)
+		e.plan = op.Plan
+		if !e.solo { // a solo entry's numbers are its plan's
+			e.more.n = n
+			for i := range limits {
+				e.more.sizes[i] = size{limits[i].Quota, limits[i].Capacity}
+			}
+		}
 		e.settle(sh, now, keep)
 		return nil
 	}
-	// The op's states first, in order; then the other layouts' states.
-	states := make([]engine.State, 0, len(e.states)+n)
-	sizes := make([]size, n, len(e.states)+n)
+	// The op's states first, in order; then the other layouts' states,
+	// with the numbers of the limits that last stepped them.
+	states := make([]engine.State, 0, len(cur)+n)
+	sizes := make([]size, 0, len(cur)+n)
 	states = append(states, scratch...)
-	for j := range e.states {
+	for i := range limits {
+		sizes = append(sizes, size{limits[i].Quota, limits[i].Capacity})
+	}
+	for j := range cur {
 		if !taken(src, j) && len(states) < maxStatesPerKey {
-			states = append(states, e.states[j])
-			sizes = append(sizes, e.sizes[j])
+			states = append(states, cur[j])
+			sizes = append(sizes, e.size(j))
 		}
 	}
-	e.states, e.sizes, e.n, e.plan = states, sizes, n, op.Plan
-	e.solo = e.isSolo()
-	e.note(limits)
+	e.plan = op.Plan
+	e.hold(states, sizes, n)
 	e.settle(sh, now, keep)
 	return nil
 }
@@ -467,43 +431,26 @@ func (s *Store) applyNew(sh *shard, h uint64, key string, hashed bool, op *engin
 	if len(sh.heap) >= s.perShard {
 		s.evict(sh, now)
 	}
-	// The scope is the plan's, configured once (not a request's bytes): it
-	// is shared, not copied, so that over many keys the keys' copies lie
-	// side by side in memory, and a lookup's compare of one reads a line
-	// of keys, not of keys and scopes.
-	e := &entry{scope: op.Plan.Scope, expires: now + keep, plan: op.Plan, n: len(states), hashed: hashed}
-	e.setLen(len(states))
-	copy(e.states, states)
-	e.solo = e.isSolo()
-	e.note(limits)
-	switch head := sh.t.get(h, key); {
-	case head != nil:
-		e.key, e.next = head.key, head
-	case hashed:
-		e.key = key // a digest made for this call: no one else's memory
-	default:
-		e.key = cloneString(key)
+	var e *entry
+	if head := sh.t.get(h, key); head != nil {
+		e = newEntry(head.key)
+		e.next = head
+	} else {
+		e = newEntry(key)
 	}
-	sh.t.set(h, e.key, e)
+	e.plan, e.expires, e.hashed = op.Plan, now+keep, hashed
+	if len(states) == 1 {
+		e.holdOne(states[0])
+	} else {
+		sizes := make([]size, len(limits))
+		for i := range limits {
+			sizes[i] = size{limits[i].Quota, limits[i].Capacity}
+		}
+		e.hold(slices.Clone(states), sizes, len(states))
+	}
+	sh.t.set(h, e)
 	sh.push(e)
 	return nil
-}
-
-// cloneString returns a copy of s that does not share memory with the
-// caller's string (which may alias a reused request buffer, as fasthttp's
-// do).
-func cloneString(s string) string { return strings.Clone(s) }
-
-// isSolo reports whether e's only state is one[0] (see solo).
-func (e *entry) isSolo() bool { return e.n == 1 && len(e.states) == 1 && &e.states[0] == &e.one[0] }
-
-func (e *entry) setLen(n int) {
-	if n == 1 {
-		e.one, e.oneSize = [1]engine.State{}, [1]size{}
-		e.states, e.sizes = e.one[:], e.oneSize[:]
-		return
-	}
-	e.states, e.sizes = make([]engine.State, n), make([]size, n)
 }
 
 // evict makes room in a full shard for one more entry, losing as little as

@@ -615,8 +615,8 @@ func TestTakeIsApplyInBrief(t *testing.T) {
 
 // A decision of one limit on an existing key reads one cache line of its
 // entry: the plan, expiry, flags and the state's registers lie in the
-// entry's first 64 bytes, and entries are 192 bytes (a size class whose
-// objects are 64-byte aligned).
+// entry's first 64 bytes, and entries, with their keys' bytes, are
+// allocated 64-byte aligned, whatever the key's length.
 func TestEntryHotFieldsShareALine(t *testing.T) {
 	var e entry
 	st := unsafe.Offsetof(e.one) // one[0]
@@ -628,7 +628,34 @@ func TestEntryHotFieldsShareALine(t *testing.T) {
 			t.Errorf("entry.%s is at byte %d, past the first cache line", name, off)
 		}
 	}
-	if size := unsafe.Sizeof(e); size != 192 {
-		t.Errorf("an entry is %d bytes, want 192 (a size class of 64-byte aligned objects)", size)
+	for _, n := range []int{0, 1, 15, 16, 17, 32, 80, 81, 256} {
+		key := strings.Repeat("k", n)
+		var kept []*entry // live, so that each is a new object
+		for range 50 {
+			e := newEntry(key)
+			if p := uintptr(unsafe.Pointer(e)); p%64 != 0 {
+				t.Fatalf("an entry of a %d-byte key is at %#x, not 64-byte aligned", n, p)
+			}
+			if e.key != key {
+				t.Fatalf("newEntry(%d bytes).key = %q", n, e.key)
+			}
+			kept = append(kept, e)
+		}
+		runtime.KeepAlive(kept)
+	}
+}
+
+// An entry's key is its own copy: a caller's buffer reused afterwards (as
+// fasthttp reuses a request's) does not change it.
+func TestEntryKeyIsACopy(t *testing.T) {
+	for _, n := range []int{3, 16, 40, 80, 300} {
+		buf := []byte(strings.Repeat("a", n))
+		e := newEntry(unsafe.String(&buf[0], n))
+		for i := range buf {
+			buf[i] = 'b'
+		}
+		if e.key != strings.Repeat("a", n) {
+			t.Errorf("a %d-byte key changed with the caller's buffer: %q", n, e.key)
+		}
 	}
 }

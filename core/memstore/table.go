@@ -4,9 +4,10 @@ package memstore
 // chain of scopes). It is an open-addressing hash table with linear
 // probing, keyed by the hash that chose the shard: a lookup hashes its key
 // once, where a Go map would hash it a second time with a seed of its own.
-// Each slot keeps its key's hash and string header beside the entry, so
-// that a lookup reads its slots' line, the key's bytes when the hash
-// matches, and then the entry, which the decision reads anyway.
+// Each slot keeps its key's hash beside the entry, 16 bytes a slot: a
+// lookup reads its slots' line, and when the hash matches, the entry's key
+// (entry.key) and the entry, which the decision reads anyway. The key is
+// the entry's: a table holds no key of its own.
 //
 // Deletion shifts the slots after the one deleted back (no tombstones), so
 // that a table in which keys come and go does not fill with them. Like a
@@ -18,11 +19,10 @@ type table struct {
 	shift uint    // 64 − log2(len(slots))
 }
 
-// A tslot is a key's slot: empty when e is nil.
+// A tslot is a key's slot: empty when e is nil. Its key is e.key.
 type tslot struct {
-	h   uint64
-	key string
-	e   *entry
+	h uint64
+	e *entry
 }
 
 // minTable is the fewest slots a table has once it holds a key.
@@ -44,20 +44,19 @@ func (t *table) get(h uint64, key string) *entry {
 		if s.e == nil {
 			return nil
 		}
-		if s.h == h && s.key == key {
+		if s.h == h && s.e.key == key {
 			return s.e
 		}
 	}
 }
 
-// set makes e the entry of key, of hash h, adding the key if it is new.
-// key must not change afterwards: the table keeps it (e's own copy). Only
-// an added key can make the table grow.
-func (t *table) set(h uint64, key string, e *entry) {
+// set makes e the entry of its key, e.key, of hash h, adding the key if it
+// is new. Only an added key can make the table grow.
+func (t *table) set(h uint64, e *entry) {
 	if t.n > 0 {
 		mask := len(t.slots) - 1
 		for i := t.home(h); t.slots[i].e != nil; i = (i + 1) & mask {
-			if s := &t.slots[i]; s.h == h && s.key == key {
+			if s := &t.slots[i]; s.h == h && s.e.key == e.key {
 				s.e = e
 				return
 			}
@@ -66,7 +65,7 @@ func (t *table) set(h uint64, key string, e *entry) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
-	t.insert(tslot{h, key, e})
+	t.insert(tslot{h, e})
 }
 
 // insert puts s, whose key the table does not hold, in the first empty
@@ -93,7 +92,7 @@ func (t *table) del(h uint64, key string) {
 		if s.e == nil {
 			return
 		}
-		if s.h == h && s.key == key {
+		if s.h == h && s.e.key == key {
 			break
 		}
 	}

@@ -25,7 +25,7 @@ func TestTableMatchesAMap(t *testing.T) {
 			switch r.IntN(3) {
 			case 0, 1:
 				e := &entry{key: k}
-				tb.set(hash(k), k, e)
+				tb.set(hash(k), e)
 				model[k] = e
 			case 2:
 				tb.del(hash(k), k)
@@ -73,13 +73,13 @@ func TestShardIsTwoCacheLines(t *testing.T) {
 func TestTableReplacingDoesNotGrow(t *testing.T) {
 	var tb table
 	for i := range 12 { // 12 of 16 slots: the most before growing
-		tb.set(uint64(i)*0x9E37_79B9_7F4A_7C15, strconv.Itoa(i), &entry{})
+		tb.set(uint64(i)*0x9E37_79B9_7F4A_7C15, &entry{key: strconv.Itoa(i)})
 	}
 	if len(tb.slots) != 16 {
 		t.Fatalf("12 keys in %d slots, want 16", len(tb.slots))
 	}
-	e := &entry{}
-	tb.set(0, "0", e)
+	e := &entry{key: "0"}
+	tb.set(0, e)
 	if len(tb.slots) != 16 || tb.n != 12 || tb.get(0, "0") != e {
 		t.Errorf("after replacing a key: %d keys in %d slots, entry replaced %v; want 12 in 16, true", tb.n, len(tb.slots), tb.get(0, "0") == e)
 	}
@@ -90,7 +90,7 @@ func TestTableReplacingDoesNotGrow(t *testing.T) {
 func (t *table) all() iter.Seq2[string, *entry] {
 	return func(yield func(string, *entry) bool) {
 		for i := range t.slots {
-			if s := &t.slots[i]; s.e != nil && !yield(s.key, s.e) {
+			if s := &t.slots[i]; s.e != nil && !yield(s.e.key, s.e) {
 				return
 			}
 		}

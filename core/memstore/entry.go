@@ -1,0 +1,120 @@
+package memstore
+
+import (
+	"unsafe"
+
+	"github.com/tollgate/tollgate/core/engine"
+)
+
+// entry holds one key's states, one per limit layout (engine.State.Ident):
+// limiters with different limits may share a key, as Redis keys are per
+// key and layout. The states of the last operation's limits come first,
+// in order, and plan is that operation's plan, so that the next operation
+// of the same plan runs Step on them directly.
+//
+// Most keys have one state, of a plan of one limit: the entry is then
+// solo, and that state is one[0]. A key of several states keeps them in
+// more instead, with the numbers of the limits that last stepped each.
+//
+// An entry of a key longer than maxKeyLen is stored under the key's digest
+// with hashed set, and found only by keys that are hashed too: a short key
+// equal to a digest is another key.
+type entry struct {
+	// What a decision of one limit on an existing key reads comes first,
+	// in the first 56 bytes, one cache line (see newEntry): over many
+	// keys, each line it touches is a cache miss.
+	plan    *engine.Plan // its Scope is the entry's
+	expires int64        // µs; after it every state equals a fresh one
+	slot    int32        // index in the shard's heap
+	hashed  bool         // the table key is the SHA-256 digest of a long key
+	solo    bool         // more is nil: the key's only state is one[0]
+	// one is a solo entry's state: its Ident, A, B and C in the first
+	// line, its Log (which the algorithms without logs leave alone) in the
+	// second.
+	one  [1]engine.State
+	next *entry   // the entry of another scope of the same key
+	more *layouts // the states of an entry that is not solo
+	key  string   // the table key (see newEntry), for lookups, removal and eviction
+}
+
+// layouts is what an entry of several states keeps: the states, the
+// numbers of the limit that last stepped each (sizes[i] for states[i]), and
+// how many of them, first, are the last operation's.
+type layouts struct {
+	states []engine.State
+	sizes  []size
+	n      int
+}
+
+// An entry and its key's bytes are one allocation when the key is short
+// (keyed16, keyed80): a lookup compares the key in the entry it then
+// reads, and a key costs no object of its own. Both are size classes whose
+// objects are 64-byte aligned (128 and 192 bytes), so that an entry's
+// first 64 bytes are one cache line.
+type (
+	keyed16 struct {
+		e entry
+		b [16]byte
+	}
+	keyed80 struct {
+		e entry
+		b [80]byte
+	}
+)
+
+// newEntry returns an entry holding a copy of key, which does not share
+// memory with the caller's string (which may alias a reused request
+// buffer, as fasthttp's do).
+func newEntry(key string) *entry {
+	if len(key) > 16 && len(key) <= 80 {
+		k := new(keyed80)
+		k.e.key = keyIn(k.b[:], key)
+		return &k.e
+	}
+	k := new(keyed16) // a longer key apart, the entry still aligned
+	if len(key) <= 16 {
+		k.e.key = keyIn(k.b[:], key)
+	} else {
+		k.e.key = keyIn(make([]byte, len(key)), key)
+	}
+	return &k.e
+}
+
+// keyIn returns key copied into b, which is at least as long and is
+// written once, here, and never again: the string is immutable, as Go
+// requires.
+func keyIn(b []byte, key string) string {
+	if len(key) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], copy(b, key))
+}
+
+// all returns every state of e, the last operation's first.
+func (e *entry) all() []engine.State {
+	if e.solo {
+		return e.one[:]
+	}
+	return e.more.states
+}
+
+// size returns the numbers of the limit that last stepped e.all()[i].
+func (e *entry) size(i int) size {
+	if e.solo {
+		l := &e.plan.Limits[0]
+		return size{l.Quota, l.Capacity}
+	}
+	return e.more.sizes[i]
+}
+
+// holdOne makes st e's only state, of e.plan's single limit.
+func (e *entry) holdOne(st engine.State) {
+	e.one[0], e.more, e.solo = st, nil, true
+}
+
+// hold makes states e's states, the first n of them the last operation's
+// (of e.plan), with the numbers sizes of their limits: e is no longer solo.
+func (e *entry) hold(states []engine.State, sizes []size, n int) {
+	e.one[0], e.solo = engine.State{}, false
+	e.more = &layouts{states: states, sizes: sizes, n: n}
+}
