@@ -144,7 +144,14 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	// request holds on it, and goes on unchanged. The outermost middleware
 	// gives the chain's state back when the request is over.
 	open := true
+	// ticket is a unit of the adaptive limit (adaptive.go), held from
+	// admit until pass releases it, or until this returns.
+	var ticket adaptive.Ticket
+	// One defer, so that it is open-coded (the compiler's limit is 15
+	// returns × defers): a deferred call of its own made every request
+	// pay the runtime's defer records.
 	defer func() {
+		g.release(r, &ticket, false) // nothing unless a ticket is still held
 		if open {
 			ch.stop(r, false)
 		}
@@ -170,7 +177,6 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 		}
 		cost = c
 	}
-	var ticket adaptive.Ticket // a unit of the adaptive limit (adaptive.go)
 	if g.adaptive != nil && !slices.Contains(ch.admitted, g.adaptive) {
 		var ok bool
 		if ticket, ok = g.admit(r); !ok {
@@ -178,7 +184,6 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			return g.shed(w, r, next, ch, cost)
 		}
 		ch.admitted = append(ch.admitted, g.adaptive)
-		defer g.release(r, &ticket, false) // unless pass released it
 	}
 
 	var ubuf [2]int
