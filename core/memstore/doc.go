@@ -10,9 +10,11 @@
 //
 // A key of one limit costs about 190 bytes (TestMemoryPerKey, and
 // bench's BenchmarkFootprint): its entry, 128 bytes with the key's bytes
-// in it for a key of up to 16 bytes (192 up to 80 bytes); its slot in the
-// shard's table, 16 bytes in a table from 3/8 to 3/4 full (21 to 43 bytes
-// a key); and its 16-byte place in the expiry heap.
+// in it for a key of up to 16 bytes (192 up to 80 bytes, a hashed long
+// key's digest included; a longer key's bytes are an object of their own
+// beside a 128-byte entry); its slot in the shard's table, 16 bytes in a
+// table from 3/8 to 3/4 full (21 to 43 bytes a key); and its 16-byte place
+// in the expiry heap.
 //
 // Memory is bounded three ways. Each key expires when all its limits are
 // fully replenished (its state then equals a fresh one, so forgetting it

@@ -22,7 +22,9 @@ import (
 type entry struct {
 	// What a decision of one limit on an existing key reads comes first,
 	// in the first 56 bytes, one cache line (see newEntry): over many
-	// keys, each line it touches is a cache miss.
+	// keys, each line it touches is a cache miss. The lookup before it
+	// reads the second line, where the key's header lies, with the key's
+	// bytes after it for a key of up to 16 bytes.
 	plan    *engine.Plan // its Scope is the entry's
 	expires int64        // µs; after it every state equals a fresh one
 	slot    int32        // index in the shard's heap
@@ -116,5 +118,8 @@ func (e *entry) holdOne(st engine.State) {
 // (of e.plan), with the numbers sizes of their limits: e is no longer solo.
 func (e *entry) hold(states []engine.State, sizes []size, n int) {
 	e.one[0], e.solo = engine.State{}, false
-	e.more = &layouts{states: states, sizes: sizes, n: n}
+	if e.more == nil {
+		e.more = new(layouts)
+	}
+	*e.more = layouts{states: states, sizes: sizes, n: n}
 }

@@ -86,8 +86,9 @@ type expiring struct {
 }
 
 // size is what engine.Debt needs of a limit besides its state: kept per
-// state, so that eviction can weigh every state of a key, those of other
-// layouts included, without holding on to callers' Limits.
+// state of an entry of several states, so that eviction can weigh every
+// state of a key, those of other layouts included, without holding on to
+// callers' Limits. A solo entry's is its plan's limit's (entry.size).
 type size struct{ quota, capacity int64 }
 
 // maxStatesPerKey bounds the limit layouts one key keeps state for.
@@ -431,13 +432,8 @@ func (s *Store) applyNew(sh *shard, h uint64, key string, hashed bool, op *engin
 	if len(sh.heap) >= s.perShard {
 		s.evict(sh, now)
 	}
-	var e *entry
-	if head := sh.t.get(h, key); head != nil {
-		e = newEntry(head.key)
-		e.next = head
-	} else {
-		e = newEntry(key)
-	}
+	e := newEntry(key)
+	e.next = sh.t.get(h, key) // the key's other scopes, if any
 	e.plan, e.expires, e.hashed = op.Plan, now+keep, hashed
 	if len(states) == 1 {
 		e.holdOne(states[0])

@@ -618,9 +618,10 @@ func TestTakeIsApplyInBrief(t *testing.T) {
 }
 
 // A decision of one limit on an existing key reads one cache line of its
-// entry: the plan, expiry, flags and the state's registers lie in the
-// entry's first 64 bytes, and entries, with their keys' bytes, are
-// allocated 64-byte aligned, whatever the key's length.
+// entry (the lookup before it, one more: the key's): the plan, expiry,
+// flags and the state's registers lie in the entry's first 64 bytes, and
+// entries, with their keys' bytes, are allocated 64-byte aligned, whatever
+// the key's length.
 func TestEntryHotFieldsShareALine(t *testing.T) {
 	var e entry
 	st := unsafe.Offsetof(e.one) // one[0]

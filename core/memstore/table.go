@@ -6,8 +6,9 @@ package memstore
 // once, where a Go map would hash it a second time with a seed of its own.
 // Each slot keeps its key's hash beside the entry, 16 bytes a slot: a
 // lookup reads its slots' line, and when the hash matches, the entry's key
-// (entry.key) and the entry, which the decision reads anyway. The key is
-// the entry's: a table holds no key of its own.
+// (entry.key, in the entry's second line, its bytes in the same object for
+// a short key), and then the decision reads the entry's first line. The
+// key is the entry's: a table holds no key of its own.
 //
 // Deletion shifts the slots after the one deleted back (no tombstones), so
 // that a table in which keys come and go does not fill with them. Like a
