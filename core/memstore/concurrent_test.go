@@ -3,17 +3,20 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/engine"
 )
 
-// Decisions on existing keys beside keys created, reset (removed),
-// extended in other scopes and swept, all at once: every key still admits
+// Decisions on existing keys take only their entry's lock (entry.quick),
+// beside operations that take the shard's: keys created, reset (removed),
+// extended in other scopes and swept, all at once. Every key still admits
 // exactly its limit, in each of its two scopes, and the heap and the table
 // agree at the end. Run with -race, this is also the test of the locking
 // itself.
@@ -119,4 +122,52 @@ func TestConcurrentDecisionsBesideEvictions(t *testing.T) {
 		t.Error("no evictions: the flood did not fill the store")
 	}
 	checkHeap(t, s, "after the flood")
+}
+
+// An operation that would remove its key, or bring its expiry forward,
+// while another holds the shard's lock, is decided all the same, without
+// waiting for the shard: the entry keeps its later expiry, and goes then.
+func TestAQuickOperationDoesNotWaitForItsShard(t *testing.T) {
+	clock := &manualClock{t: epoch}
+	s := New(WithSweepInterval(0), WithShards(1), WithClock(clock))
+	defer s.Close()
+	lim := core.PerMinute(10).WithAlgorithm(core.FixedWindow)
+	for range 4 {
+		take(t, s, "k", lim)
+	}
+	sh := &s.shards[0]
+	e := sh.t.get(maphash.String(s.seed, "k"), "k")
+	before := e.expires
+	sh.mu.Lock() // another operation holds the shard
+	done := make(chan engine.Result)
+	go func() {
+		res, err := s.Apply(context.Background(), engine.Op{Plan: planOf("", lim), Key: "k", Kind: engine.Refund, Cost: 4})
+		if err != nil {
+			t.Errorf("Refund: %v", err)
+		}
+		done <- res
+	}()
+	var res engine.Result
+	select {
+	case res = <-done:
+	case <-time.After(5 * time.Second):
+		sh.mu.Unlock()
+		t.Fatal("the Refund waited for the shard's lock")
+	}
+	sh.mu.Unlock()
+	if res.Remaining != 10 {
+		t.Errorf("after refunding all 4 units: %d remaining, want 10", res.Remaining)
+	}
+	if e.dead || e.expires != before {
+		t.Errorf("the entry is dead %v, expires %d; want it kept, expiring at %d as before", e.dead, e.expires, before)
+	}
+	if d := take(t, s, "k", lim); d.Remaining != 9 {
+		t.Errorf("a Take after the refund: %d remaining, want 9", d.Remaining)
+	}
+	checkHeap(t, s, "after the refund")
+	clock.t = clock.t.Add(2 * time.Minute)
+	s.Sweep()
+	if n := s.Len(); n != 0 {
+		t.Errorf("%d keys after the key's expiry and a sweep, want 0", n)
+	}
 }

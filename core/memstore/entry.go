@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/tollgate/tollgate/core/engine"
@@ -21,22 +22,33 @@ import (
 // equal to a digest is another key.
 type entry struct {
 	// What a decision of one limit on an existing key reads comes first,
-	// in the first 56 bytes, one cache line (see newEntry): over many
+	// in the first 64 bytes, one cache line (see newEntry): over many
 	// keys, each line it touches is a cache miss. The lookup before it
 	// reads the second line, where the key's header lies, with the key's
 	// bytes after it for a key of up to 16 bytes.
 	plan    *engine.Plan // its Scope is the entry's
 	expires int64        // µs; after it every state equals a fresh one
-	slot    int32        // index in the shard's heap
+	slot    int32        // index in the shard's heap (the shard's lock)
 	hashed  bool         // the table key is the SHA-256 digest of a long key
-	solo    bool         // more is nil: the key's only state is one[0]
+	solo    bool         // the key's only state is one[0], of plan's single limit
+	dead    bool         // removed from its shard: found by a lookup without the lock, it is asked again with it
+	// mu guards the states, plan, solo, expires and dead (see the locking
+	// in memstore.go): a decision on an existing key takes it and not its
+	// shard's lock.
+	mu sync.Mutex
 	// one is a solo entry's state: its Ident, A, B and C in the first
 	// line, its Log (which the algorithms without logs leave alone) in the
 	// second.
-	one  [1]engine.State
-	next *entry   // the entry of another scope of the same key
-	more *layouts // the states of an entry that is not solo
-	key  string   // the table key (see newEntry), for lookups, removal and eviction
+	one [1]engine.State
+	aux *aux   // nil but for an entry of several states, or a key of several scopes
+	key string // the table key (see newEntry), for lookups, removal and eviction
+}
+
+// aux is what few entries need: the states of an entry that is not solo,
+// and the entry of another scope of the same key.
+type aux struct {
+	next *entry // the shard's lock
+	layouts
 }
 
 // layouts is what an entry of several states keeps: the states, the
@@ -46,6 +58,25 @@ type layouts struct {
 	states []engine.State
 	sizes  []size
 	n      int
+}
+
+// next returns the entry of the key's next scope, or nil.
+func (e *entry) next() *entry {
+	if e.aux == nil {
+		return nil
+	}
+	return e.aux.next
+}
+
+// setNext makes n the entry of the key's next scope.
+func (e *entry) setNext(n *entry) {
+	if e.aux == nil {
+		if n == nil {
+			return
+		}
+		e.aux = new(aux)
+	}
+	e.aux.next = n
 }
 
 // An entry and its key's bytes are one allocation when the key is short
@@ -97,7 +128,7 @@ func (e *entry) all() []engine.State {
 	if e.solo {
 		return e.one[:]
 	}
-	return e.more.states
+	return e.aux.states
 }
 
 // size returns the numbers of the limit that last stepped e.all()[i].
@@ -106,20 +137,23 @@ func (e *entry) size(i int) size {
 		l := &e.plan.Limits[0]
 		return size{l.Quota, l.Capacity}
 	}
-	return e.more.sizes[i]
+	return e.aux.sizes[i]
 }
 
 // holdOne makes st e's only state, of e.plan's single limit.
 func (e *entry) holdOne(st engine.State) {
-	e.one[0], e.more, e.solo = st, nil, true
+	e.one[0], e.solo = st, true
+	if e.aux != nil {
+		e.aux.layouts = layouts{}
+	}
 }
 
 // hold makes states e's states, the first n of them the last operation's
 // (of e.plan), with the numbers sizes of their limits: e is no longer solo.
 func (e *entry) hold(states []engine.State, sizes []size, n int) {
 	e.one[0], e.solo = engine.State{}, false
-	if e.more == nil {
-		e.more = new(layouts)
+	if e.aux == nil {
+		e.aux = new(aux)
 	}
-	*e.more = layouts{states: states, sizes: sizes, n: n}
+	e.aux.layouts = layouts{states: states, sizes: sizes, n: n}
 }

@@ -71,7 +71,7 @@ type shard struct {
 	t    table      // key → the head of its chain, by the key's hash (table.go)
 	heap []expiring // a min-heap on at: see expiring
 	seed maphash.Seed
-	_    [48]byte // 128 bytes: shards' hot words on separate cache lines
+	_    [72]byte // 128 bytes: shards' hot words on separate cache lines
 }
 
 // expiring is an entry's place in its shard's heap, which finds expired
@@ -235,29 +235,69 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 	}
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
+	if e := sh.t.peek(h, key); e != nil && e.hashed == hashed {
+		if done, err := e.quick(sh, op, now, res); done {
+			return err
+		}
+	}
 	sh.mu.Lock()
 	e := sh.t.get(h, key)
 	for e != nil && (e.hashed != hashed || e.plan != op.Plan && e.plan.Scope != op.Plan.Scope) {
-		e = e.next
+		e = e.next()
 	}
 	switch {
 	case e == nil:
 		err = s.applyNew(sh, h, key, hashed, op, now, res)
 	case e.plan == op.Plan:
+		e.mu.Lock()
 		states := e.one[:]
 		if !e.solo {
-			states = e.more.states[:e.more.n]
+			states = e.aux.states[:e.aux.n]
 		}
 		var keep int64
 		keep, err = engine.Step(op, now, states, res)
 		if err == nil {
 			e.settle(sh, now, keep)
 		}
+		e.mu.Unlock()
 	default:
+		e.mu.Lock()
 		err = e.applyMixed(sh, op, now, res)
+		e.mu.Unlock()
 	}
 	sh.mu.Unlock()
 	return err
+}
+
+// quick applies op to e, found without the shard's lock, holding only e's
+// own lock, and reports whether it did: it does when e is a solo entry of
+// op's plan whose limit keeps no log, and leaves e and res alone
+// otherwise. An operation after which the entry is to go (fully
+// replenished) or to expire sooner (a refund) needs the shard too: quick
+// takes it if it is free, and otherwise leaves the entry its later expiry,
+// which is safe (a state past its time to full is a fresh one) and only
+// keeps the entry longer.
+//
+// This is the path of nearly every decision, and it writes nothing that
+// another key's decision reads: over many keys in parallel, the shard's
+// lock was the one line the cores handed to each other on every decision.
+func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (bool, error) {
+	e.mu.Lock()
+	if e.dead || !e.solo || e.plan != op.Plan || op.Plan.Limits[0].Algorithm.Logs() {
+		e.mu.Unlock()
+		return false, nil
+	}
+	keep, err := engine.Step(op, now, e.one[:], res)
+	switch until := now + keep; {
+	case err != nil: // nothing changed
+	case keep > 0 && until >= e.expires:
+		e.expires = until
+	case sh.mu.TryLock(): // never waits: the shard's lock comes first elsewhere
+		e.settle(sh, now, keep)
+		sh.mu.Unlock()
+	}
+	e.mu.Unlock()
+	return true, err
 }
 
 // Take does what Apply does for a Take of cost units for key under plan at
@@ -285,32 +325,35 @@ func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, co
 	return res.Allowed, res.Remaining, res.Reset, wait, res.Window, res.Lease, res.At, err
 }
 
-// remove unlinks e from its key's chain and the heap. sh.mu is held.
+// remove unlinks e from its key's chain and the heap, and marks it dead
+// for lookups that found it without the shard's lock. sh.mu and e.mu are
+// held.
 func (sh *shard) remove(e *entry) {
 	h := maphash.String(sh.seed, e.key)
 	head := sh.t.get(h, e.key)
 	switch {
-	case head == e && e.next == nil:
+	case head == e && e.next() == nil:
 		sh.t.del(h, e.key)
 	case head == e:
-		sh.t.set(h, e.next)
+		sh.t.set(h, e.next())
 	default:
-		for p := head; p != nil; p = p.next {
-			if p.next == e {
-				p.next = e.next
+		for p := head; p != nil; p = p.next() {
+			if p.next() == e {
+				p.setNext(e.next())
 				break
 			}
 		}
 	}
+	e.dead = true
 	sh.unheap(e)
 }
 
 // settle records how long e must be kept after an operation whose states
 // are the first of e.all(); other layouts' states keep it at least as long
-// as before. sh.mu is held.
+// as before. sh.mu and e.mu are held.
 func (e *entry) settle(sh *shard, now int64, keep int64) {
 	until := now + keep
-	all := e.solo || len(e.more.states) == e.more.n // no other layout's state
+	all := e.solo || len(e.aux.states) == e.aux.n // no other layout's state
 	switch {
 	case all && keep == 0:
 		sh.remove(e)
@@ -377,9 +420,9 @@ func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64, res *engine.Resu
 		copy(cur, scratch)
 		e.plan = op.Plan
 		if !e.solo { // a solo entry's numbers are its plan's
-			e.more.n = n
+			e.aux.n = n
 			for i := range limits {
-				e.more.sizes[i] = size{limits[i].Quota, limits[i].Capacity}
+				e.aux.sizes[i] = size{limits[i].Quota, limits[i].Capacity}
 			}
 		}
 		e.settle(sh, now, keep)
@@ -433,7 +476,7 @@ func (s *Store) applyNew(sh *shard, h uint64, key string, hashed bool, op *engin
 		s.evict(sh, now)
 	}
 	e := newEntry(key)
-	e.next = sh.t.get(h, key) // the key's other scopes, if any
+	e.setNext(sh.t.get(h, key)) // the key's other scopes, if any
 	e.plan, e.expires, e.hashed = op.Plan, now+keep, hashed
 	if len(states) == 1 {
 		e.holdOne(states[0])
@@ -444,8 +487,8 @@ func (s *Store) applyNew(sh *shard, h uint64, key string, hashed bool, op *engin
 		}
 		e.hold(slices.Clone(states), sizes, len(states))
 	}
-	sh.t.set(h, e)
 	sh.push(e)
+	sh.t.set(h, e) // last: from here a lookup without the lock may find e
 	return nil
 }
 
@@ -474,12 +517,14 @@ func (s *Store) evict(sh *shard, now int64) {
 		}
 	}
 	var victim *entry
-	least := 0.0 // the victim's debt
+	least, victimExpires := 0.0, int64(0) // the victim's debt and expiry
 	for _, i := range picked {
 		e := sh.heap[i].e
-		d := e.debt(now)
-		if victim == nil || d < least || (d == least && e.expires < victim.expires) {
-			victim, least = e, d
+		e.mu.Lock()
+		d, expires := e.debt(now), e.expires
+		e.mu.Unlock()
+		if victim == nil || d < least || (d == least && expires < victimExpires) {
+			victim, least, victimExpires = e, d, expires
 		}
 		if d == 0 {
 			break
@@ -488,7 +533,10 @@ func (s *Store) evict(sh *shard, now int64) {
 	if victim == nil {
 		return
 	}
+	victim.mu.Lock()
+	least = victim.debt(now) // again: a decision may have run since, without the shard's lock
 	sh.remove(victim)
+	victim.mu.Unlock()
 	s.evictions.Add(1)
 	if least > 0 {
 		s.lossy.Add(1)
@@ -503,12 +551,15 @@ func (sh *shard) expire(now int64, max int) int {
 	removed := 0
 	for removed < max && len(sh.heap) > 0 && sh.heap[0].at <= now {
 		e := sh.heap[0].e
+		e.mu.Lock()
 		if e.expires <= now {
 			sh.remove(e)
+			e.mu.Unlock()
 			removed++
 			continue
 		}
 		sh.heap[0].at = e.expires
+		e.mu.Unlock()
 		sh.down(0)
 	}
 	return removed

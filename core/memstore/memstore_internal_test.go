@@ -235,7 +235,7 @@ func checkHeap(t *testing.T, s *Store, where string) {
 		sh := &s.shards[i]
 		entries := 0
 		for k, head := range sh.t.all() {
-			for e := head; e != nil; e = e.next {
+			for e := head; e != nil; e = e.next() {
 				entries++
 				if e.key != k {
 					t.Fatalf("%s: an entry under %q records its key as %q", where, k, e.key)

@@ -1,5 +1,7 @@
 package memstore
 
+import "sync/atomic"
+
 // A table maps a shard's keys to their entries (the head of each key's
 // chain of scopes). It is an open-addressing hash table with linear
 // probing, keyed by the hash that chose the shard: a lookup hashes its key
@@ -14,16 +16,29 @@ package memstore
 // that a table in which keys come and go does not fill with them. Like a
 // Go map, a table does not shrink: its size follows the most keys its
 // shard held, which the store's key bound (WithMaxKeys) caps.
+//
+// The shard's lock guards every change. A lookup may also run without it
+// (peek): the slots are read and written atomically, and the array a
+// lookup probes is published whole. Such a lookup may miss a key that a
+// concurrent change is moving, or find an entry that is being removed:
+// its caller asks again under the lock when it finds nothing, and an
+// entry says when it was removed (entry.dead). What it finds is always an
+// entry whose key is the one asked for.
 type table struct {
-	slots []tslot // a power of two of them, at most 3/4 in use; nil before the first insert
-	n     int     // slots in use
-	shift uint    // 64 − log2(len(slots))
+	a atomic.Pointer[slots] // nil before the first insert
+	n int                   // slots in use
+}
+
+// slots is a table's array: a power of two of slots, at most 3/4 in use.
+type slots struct {
+	s     []tslot
+	shift uint // 64 − log2(len(s))
 }
 
 // A tslot is a key's slot: empty when e is nil. Its key is e.key.
 type tslot struct {
-	h uint64
-	e *entry
+	h atomic.Uint64
+	e atomic.Pointer[entry]
 }
 
 // minTable is the fewest slots a table has once it holds a key.
@@ -32,97 +47,118 @@ const minTable = 16
 // home returns the slot where a key of hash h starts probing: the top bits
 // of h times 2^64/φ, which spreads hashes whose low bits (the shard's
 // index) are all alike.
-func (t *table) home(h uint64) int { return int((h * 0x9E3779B97F4A7C15) >> t.shift) }
+func (a *slots) home(h uint64) int { return int((h * 0x9E3779B97F4A7C15) >> a.shift) }
 
-// get returns the entry of key, of hash h, or nil.
+// get returns the entry of key, of hash h, or nil. Under the shard's
+// lock it is exact; without it, see peek.
 func (t *table) get(h uint64, key string) *entry {
-	if t.n == 0 {
+	a := t.a.Load()
+	if a == nil {
 		return nil
 	}
-	mask := len(t.slots) - 1
-	for i := t.home(h); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e == nil {
+	mask := len(a.s) - 1
+	for i, n := a.home(h), 0; n < len(a.s); i, n = (i+1)&mask, n+1 {
+		s := &a.s[i]
+		e := s.e.Load()
+		if e == nil {
 			return nil
 		}
-		if s.h == h && s.e.key == key {
-			return s.e
+		if s.h.Load() == h && e.key == key {
+			return e
 		}
 	}
+	return nil
 }
 
+// peek is get without the shard's lock: it may miss a key that a
+// concurrent change moves, and may return an entry being removed.
+func (t *table) peek(h uint64, key string) *entry { return t.get(h, key) }
+
 // set makes e the entry of its key, e.key, of hash h, adding the key if it
-// is new. Only an added key can make the table grow.
+// is new. Only an added key can make the table grow. The shard's lock is
+// held.
 func (t *table) set(h uint64, e *entry) {
-	if t.n > 0 {
-		mask := len(t.slots) - 1
-		for i := t.home(h); t.slots[i].e != nil; i = (i + 1) & mask {
-			if s := &t.slots[i]; s.h == h && s.e.key == e.key {
-				s.e = e
+	if a := t.a.Load(); a != nil {
+		mask := len(a.s) - 1
+		for i := a.home(h); a.s[i].e.Load() != nil; i = (i + 1) & mask {
+			if s := &a.s[i]; s.h.Load() == h && s.e.Load().key == e.key {
+				s.e.Store(e)
 				return
 			}
 		}
 	}
-	if (t.n+1)*4 > len(t.slots)*3 {
+	if a := t.a.Load(); a == nil || (t.n+1)*4 > len(a.s)*3 {
 		t.grow()
 	}
-	t.insert(tslot{h, e})
+	t.insert(t.a.Load(), h, e)
 }
 
-// insert puts s, whose key the table does not hold, in the first empty
-// slot from its home. The table has room.
-func (t *table) insert(s tslot) {
-	mask := len(t.slots) - 1
-	i := t.home(s.h)
-	for t.slots[i].e != nil {
+// insert puts e, of hash h, whose key a does not hold, in the first empty
+// slot of a from its home. a has room. The shard's lock is held.
+func (t *table) insert(a *slots, h uint64, e *entry) {
+	mask := len(a.s) - 1
+	i := a.home(h)
+	for a.s[i].e.Load() != nil {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = s
+	a.s[i].h.Store(h) // the hash first: a lookup that sees the entry checks its key anyway
+	a.s[i].e.Store(e)
 	t.n++
 }
 
-// del removes key, of hash h, if present.
+// del removes key, of hash h, if present. The shard's lock is held.
 func (t *table) del(h uint64, key string) {
-	if t.n == 0 {
+	a := t.a.Load()
+	if a == nil {
 		return
 	}
-	mask := len(t.slots) - 1
-	i := t.home(h)
+	mask := len(a.s) - 1
+	i := a.home(h)
 	for ; ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e == nil {
+		e := a.s[i].e.Load()
+		if e == nil {
 			return
 		}
-		if s.h == h && s.e.key == key {
+		if a.s[i].h.Load() == h && e.key == key {
 			break
 		}
 	}
 	// Shift back each following slot of the run that may move into the
 	// hole: one whose home is not cyclically within (hole, slot].
-	for j := (i + 1) & mask; t.slots[j].e != nil; j = (j + 1) & mask {
-		k := t.home(t.slots[j].h)
+	for j := (i + 1) & mask; a.s[j].e.Load() != nil; j = (j + 1) & mask {
+		k := a.home(a.s[j].h.Load())
 		if i <= j && i < k && k <= j || i > j && (i < k || k <= j) {
 			continue
 		}
-		t.slots[i] = t.slots[j]
+		a.s[i].h.Store(a.s[j].h.Load())
+		a.s[i].e.Store(a.s[j].e.Load())
 		i = j
 	}
-	t.slots[i] = tslot{}
+	a.s[i].e.Store(nil)
+	a.s[i].h.Store(0)
 	t.n--
 }
 
-// grow doubles the table (or makes its first minTable slots).
+// grow doubles the table (or makes its first minTable slots), and
+// publishes the new array once it holds every key. The shard's lock is
+// held.
 func (t *table) grow() {
-	old := t.slots
-	size := max(minTable, 2*len(old))
-	t.slots, t.n = make([]tslot, size), 0
-	t.shift = 64
-	for s := size; s > 1; s >>= 1 {
-		t.shift--
+	old := t.a.Load()
+	size := minTable
+	if old != nil {
+		size = 2 * len(old.s)
 	}
-	for _, s := range old {
-		if s.e != nil {
-			t.insert(s) // keys are unique, and the new table has room
+	a := &slots{s: make([]tslot, size), shift: 64}
+	for s := size; s > 1; s >>= 1 {
+		a.shift--
+	}
+	t.n = 0
+	if old != nil {
+		for i := range old.s {
+			if e := old.s[i].e.Load(); e != nil {
+				t.insert(a, old.s[i].h.Load(), e) // keys are unique, and the new table has room
+			}
 		}
 	}
+	t.a.Store(a)
 }

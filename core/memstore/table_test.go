@@ -55,8 +55,8 @@ func TestTableMatchesAMap(t *testing.T) {
 				t.Fatalf("hashes %d, step %d: get(%q) found a key never set", hashes, i, k2)
 			}
 		}
-		if len(tb.slots)*3 < tb.n*4 {
-			t.Errorf("hashes %d: %d keys in %d slots: more than 3/4 in use", hashes, tb.n, len(tb.slots))
+		if tb.size()*3 < tb.n*4 {
+			t.Errorf("hashes %d: %d keys in %d slots: more than 3/4 in use", hashes, tb.n, tb.size())
 		}
 	}
 }
@@ -75,13 +75,13 @@ func TestTableReplacingDoesNotGrow(t *testing.T) {
 	for i := range 12 { // 12 of 16 slots: the most before growing
 		tb.set(uint64(i)*0x9E37_79B9_7F4A_7C15, &entry{key: strconv.Itoa(i)})
 	}
-	if len(tb.slots) != 16 {
-		t.Fatalf("12 keys in %d slots, want 16", len(tb.slots))
+	if tb.size() != 16 {
+		t.Fatalf("12 keys in %d slots, want 16", tb.size())
 	}
 	e := &entry{key: "0"}
 	tb.set(0, e)
-	if len(tb.slots) != 16 || tb.n != 12 || tb.get(0, "0") != e {
-		t.Errorf("after replacing a key: %d keys in %d slots, entry replaced %v; want 12 in 16, true", tb.n, len(tb.slots), tb.get(0, "0") == e)
+	if tb.size() != 16 || tb.n != 12 || tb.get(0, "0") != e {
+		t.Errorf("after replacing a key: %d keys in %d slots, entry replaced %v; want 12 in 16, true", tb.n, tb.size(), tb.get(0, "0") == e)
 	}
 }
 
@@ -89,10 +89,22 @@ func TestTableReplacingDoesNotGrow(t *testing.T) {
 // tests. The table must not change while it runs.
 func (t *table) all() iter.Seq2[string, *entry] {
 	return func(yield func(string, *entry) bool) {
-		for i := range t.slots {
-			if s := &t.slots[i]; s.e != nil && !yield(s.e.key, s.e) {
+		a := t.a.Load()
+		if a == nil {
+			return
+		}
+		for i := range a.s {
+			if e := a.s[i].e.Load(); e != nil && !yield(e.key, e) {
 				return
 			}
 		}
 	}
+}
+
+// size returns the number of slots of t.
+func (t *table) size() int {
+	if a := t.a.Load(); a != nil {
+		return len(a.s)
+	}
+	return 0
 }
