@@ -124,50 +124,55 @@ func TestConcurrentDecisionsBesideEvictions(t *testing.T) {
 	checkHeap(t, s, "after the flood")
 }
 
-// An operation that would remove its key, or bring its expiry forward,
-// while another holds the shard's lock, is decided all the same, without
-// waiting for the shard: the entry keeps its later expiry, and goes then.
-func TestAQuickOperationDoesNotWaitForItsShard(t *testing.T) {
-	clock := &manualClock{t: epoch}
-	s := New(WithSweepInterval(0), WithShards(1), WithClock(clock))
-	defer s.Close()
-	lim := core.PerMinute(10).WithAlgorithm(core.FixedWindow)
-	for range 4 {
-		take(t, s, "k", lim)
-	}
-	sh := &s.shards[0]
-	e := sh.t.get(maphash.String(s.seed, "k"), "k")
-	before := e.expires
-	sh.mu.Lock() // another operation holds the shard
-	done := make(chan engine.Result)
-	go func() {
-		res, err := s.Apply(context.Background(), engine.Op{Plan: planOf("", lim), Key: "k", Kind: engine.Refund, Cost: 4})
+// An operation that removes its key (a Reset), or brings its expiry
+// forward (a Refund), needs the shard's lock after deciding under its
+// entry's: when another holds the shard, it waits for it and settles the
+// key as it is then, as if it had held the shard all along. So a Reset
+// forgets the key (a request whose clock read came a little earlier finds
+// its whole quota, not a state "fresh" at a later instant), and a Refund
+// brings the key's expiry forward in the heap.
+func TestAnOperationSettlesUnderItsShardWhenTheShardIsBusy(t *testing.T) {
+	lim := core.PerSecond(10).WithAlgorithm(core.GCRA)
+	busy := func(s *Store, op engine.Op) engine.Result {
+		t.Helper()
+		s.shards[0].mu.Lock() // another key's insert, a sweep...
+		time.AfterFunc(20*time.Millisecond, s.shards[0].mu.Unlock)
+		res, err := s.Apply(context.Background(), op)
 		if err != nil {
-			t.Errorf("Refund: %v", err)
+			t.Fatalf("%s: %v", op.Kind, err)
 		}
-		done <- res
-	}()
-	var res engine.Result
-	select {
-	case res = <-done:
-	case <-time.After(5 * time.Second):
-		sh.mu.Unlock()
-		t.Fatal("the Refund waited for the shard's lock")
+		return res
 	}
-	sh.mu.Unlock()
-	if res.Remaining != 10 {
-		t.Errorf("after refunding all 4 units: %d remaining, want 10", res.Remaining)
+	t0 := epoch.UnixMicro()
+	op := func(kind engine.Kind, cost, at int64) engine.Op {
+		return engine.Op{Plan: planOf("", lim), Key: "k", Kind: kind, Cost: cost, Now: at}
 	}
-	if e.dead || e.expires != before {
-		t.Errorf("the entry is dead %v, expires %d; want it kept, expiring at %d as before", e.dead, e.expires, before)
+
+	s := New(WithSweepInterval(0), WithShards(1))
+	defer s.Close()
+	if _, err := s.Apply(context.Background(), op(engine.Take, 3, t0)); err != nil {
+		t.Fatal(err)
 	}
-	if d := take(t, s, "k", lim); d.Remaining != 9 {
-		t.Errorf("a Take after the refund: %d remaining, want 9", d.Remaining)
-	}
-	checkHeap(t, s, "after the refund")
-	clock.t = clock.t.Add(2 * time.Minute)
-	s.Sweep()
+	busy(s, op(engine.Reset, 0, t0+20_000))
 	if n := s.Len(); n != 0 {
-		t.Errorf("%d keys after the key's expiry and a sweep, want 0", n)
+		t.Errorf("after a Reset while the shard was busy: %d keys, want 0", n)
 	}
+	if res, err := s.Apply(context.Background(), op(engine.Take, 10, t0+10_000)); err != nil || !res.Allowed {
+		t.Errorf("a Take of the whole quota, its clock read before the Reset's: %+v, %v; want allowed", res, err)
+	}
+
+	s2 := New(WithSweepInterval(0), WithShards(1))
+	defer s2.Close()
+	if _, err := s2.Apply(context.Background(), op(engine.Take, 6, t0)); err != nil {
+		t.Fatal(err)
+	}
+	res := busy(s2, op(engine.Refund, 4, t0))
+	if res.Remaining != 8 {
+		t.Errorf("after taking 6 and refunding 4: %d remaining, want 8", res.Remaining)
+	}
+	e := s2.shards[0].t.get(maphash.String(s2.seed, "k"), "k")
+	if want := t0 + res.Reset; e == nil || e.expires != want {
+		t.Errorf("after the Refund the key expires at %v, want %d (its time to full)", e, want)
+	}
+	checkHeap(t, s2, "after the refund")
 }

@@ -4,12 +4,14 @@
 // Keys live in a power-of-two number of shards, each a hash table behind
 // its own mutex, chosen by a hash seeded per store (so that an attacker
 // cannot aim keys at one shard), which also finds the key in its shard's
-// table. An operation on an existing key of one limit finds the key
-// without the shard's lock and takes the key's own lock only, so that
-// decisions on different keys write no memory in common; the others (a new
-// key, several limits, a key that goes) take the shard's lock too. Either
-// way each operation is atomic, over all its limits. The hot path — an
-// existing key — allocates nothing.
+// table. The common operation — a plan of one limit without a log, on an
+// existing key whose only state is that plan's — finds the key without
+// the shard's lock and takes the key's own lock only, so that decisions on
+// different keys write no memory in common. The others (a new key, a key
+// of several states or scopes, a log, a key that goes, an expiry brought
+// forward) take the shard's lock too, first. Either way each operation is
+// atomic, over all its limits. The hot path — an existing key — allocates
+// nothing.
 //
 // A key of one limit costs about 190 bytes (TestMemoryPerKey, and
 // bench's BenchmarkFootprint): its entry, 128 bytes with the key's bytes

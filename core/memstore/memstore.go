@@ -273,10 +273,10 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 // own lock, and reports whether it did: it does when e is a solo entry of
 // op's plan whose limit keeps no log, and leaves e and res alone
 // otherwise. An operation after which the entry is to go (fully
-// replenished) or to expire sooner (a refund) needs the shard too: quick
-// takes it if it is free, and otherwise leaves the entry its later expiry,
-// which is safe (a state past its time to full is a fresh one) and only
-// keeps the entry longer.
+// replenished) or to expire sooner (a refund) needs the shard too, which
+// comes first in the locks' order: quick takes it if it is free, and
+// otherwise lets go of e, takes both in order, and settles e as it is
+// then (see settleLate).
 //
 // This is the path of nearly every decision, and it writes nothing that
 // another key's decision reads: over many keys in parallel, the shard's
@@ -295,9 +295,33 @@ func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (
 	case sh.mu.TryLock(): // never waits: the shard's lock comes first elsewhere
 		e.settle(sh, now, keep)
 		sh.mu.Unlock()
+	default:
+		e.mu.Unlock()
+		sh.mu.Lock()
+		e.mu.Lock()
+		e.settleLate(sh, op.Plan, now)
+		sh.mu.Unlock()
 	}
 	e.mu.Unlock()
 	return true, err
+}
+
+// settleLate settles e after an operation at now whose settling waited
+// for the shard's lock, so that other operations may have run on e in
+// between: it settles e as it is, by the time its state is fully
+// replenished (a Peek's keep at now: the same instant whichever now asks,
+// as a state's time to full is a point in time). Nothing is left to do if
+// e is gone, or is no longer a solo entry of plan (whoever changed that
+// settled it). sh.mu and e.mu are held.
+func (e *entry) settleLate(sh *shard, plan *engine.Plan, now int64) {
+	if e.dead || !e.solo || e.plan != plan {
+		return
+	}
+	peek := engine.Op{Plan: plan, Key: e.key, Kind: engine.Peek}
+	var res engine.Result
+	if keep, err := engine.Step(&peek, now, e.one[:], &res); err == nil {
+		e.settle(sh, now, keep)
+	}
 }
 
 // Take does what Apply does for a Take of cost units for key under plan at
@@ -516,30 +540,34 @@ func (s *Store) evict(sh *shard, now int64) {
 			}
 		}
 	}
+	// The sampled entries stay locked until the victim is gone, so that
+	// no decision changes what they were weighed by (no other path holds
+	// two entries' locks, or waits for the shard holding one).
 	var victim *entry
 	least, victimExpires := 0.0, int64(0) // the victim's debt and expiry
+	var held [evictSample]*entry
+	locked := held[:0]
 	for _, i := range picked {
 		e := sh.heap[i].e
 		e.mu.Lock()
-		d, expires := e.debt(now), e.expires
-		e.mu.Unlock()
-		if victim == nil || d < least || (d == least && expires < victimExpires) {
-			victim, least, victimExpires = e, d, expires
+		locked = append(locked, e)
+		d := e.debt(now)
+		if victim == nil || d < least || (d == least && e.expires < victimExpires) {
+			victim, least, victimExpires = e, d, e.expires
 		}
 		if d == 0 {
 			break
 		}
 	}
-	if victim == nil {
-		return
+	if victim != nil {
+		sh.remove(victim)
+		s.evictions.Add(1)
+		if least > 0 {
+			s.lossy.Add(1)
+		}
 	}
-	victim.mu.Lock()
-	least = victim.debt(now) // again: a decision may have run since, without the shard's lock
-	sh.remove(victim)
-	victim.mu.Unlock()
-	s.evictions.Add(1)
-	if least > 0 {
-		s.lossy.Add(1)
+	for _, e := range locked {
+		e.mu.Unlock()
 	}
 }
 
