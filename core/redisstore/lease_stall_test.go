@@ -22,17 +22,8 @@ func TestALeasedRefundDuringAStalledRenewal(t *testing.T) {
 	srv := startServer(t)
 	c := redis.NewClient(clientOptions(srv.addr))
 	defer c.Close()
-	rs := newStore(t, c)
-	ls, err := lease.New(rs, lease.WithTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ls.Close()
 	const quota = 1_000_000
-	lim, err := core.New(ls, core.PerMinute(quota).WithAlgorithm(core.FixedWindow))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ls, lim := leasedFixedWindow(t, c, quota, lease.WithTimeout(time.Second))
 	ctx := context.Background()
 	admitted := int64(0)
 	allow := func() {
@@ -108,17 +99,8 @@ func TestALeasedRefundDuringAStalledRenewal(t *testing.T) {
 // admissions, nothing stranded for the rest of the minute.
 func TestALeaseEndedBeforeItsWindowGivesItsUnitsBack(t *testing.T) {
 	c := newClient(t)
-	rs := newStore(t, c)
-	ls, err := lease.New(rs, lease.WithMaxLease(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ls.Close()
 	const quota = 1_000_000
-	lim, err := core.New(ls, core.PerMinute(quota).WithAlgorithm(core.FixedWindow))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ls, lim := leasedFixedWindow(t, c, quota, lease.WithMaxLease(300*time.Millisecond))
 	ctx := context.Background()
 	var admitted int64
 	for range 500 {
@@ -137,4 +119,22 @@ func TestALeaseEndedBeforeItsWindowGivesItsUnitsBack(t *testing.T) {
 		t.Errorf("after the leases ended: stats %+v, %d remaining; want the unspent units returned and %d remaining", s, d.Remaining, quota-admitted)
 	}
 	t.Logf("%d admitted, %d decided in process; %d units given back in %d give-backs", admitted, s.Local, s.Returned, s.GiveBacks)
+}
+
+// leasedFixedWindow returns a lease store with opts over a store of c,
+// closed at the end of t, and a Limiter of quota a minute, a fixed
+// window, through it.
+func leasedFixedWindow(t *testing.T, c *redis.Client, quota int64, opts ...lease.Option) (*lease.Store, *core.Limiter) {
+	t.Helper()
+	rs := newStore(t, c)
+	ls, err := lease.New(rs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ls.Close() })
+	lim, err := core.New(ls, core.PerMinute(quota).WithAlgorithm(core.FixedWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls, lim
 }
