@@ -15,7 +15,7 @@ import (
 //
 // Most keys have one state, of a plan of one limit: the entry is then
 // solo, and that state is one[0]. A key of several states keeps them in
-// more instead, with the numbers of the limits that last stepped each.
+// aux instead, with the numbers of the limits that last stepped each.
 //
 // An entry of a key longer than maxKeyLen is stored under the key's digest
 // with hashed set, and found only by keys that are hashed too: a short key

@@ -235,7 +235,7 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 	}
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
-	if e := sh.t.peek(h, key); e != nil && e.hashed == hashed {
+	if e := sh.t.get(h, key); e != nil && e.hashed == hashed { // without the shard's lock: see table
 		if done, err := e.quick(sh, op, now, res); done {
 			return err
 		}
@@ -410,7 +410,7 @@ func (e *entry) debt(now int64) float64 {
 // for op's plan: it matches states to limits by layout, runs Step on them
 // (fresh ones for layouts the key has no state for) and stores them back,
 // first and in order, so that the next op of the same plan takes the fast
-// path. Nothing changes on error. sh.mu is held.
+// path. Nothing changes on error. sh.mu and e.mu are held.
 func (e *entry) applyMixed(sh *shard, op *engine.Op, now int64, res *engine.Result) error {
 	limits := op.Plan.Limits
 	n := len(limits)

@@ -18,7 +18,7 @@ import "sync/atomic"
 // shard held, which the store's key bound (WithMaxKeys) caps.
 //
 // The shard's lock guards every change. A lookup may also run without it
-// (peek): the slots are read and written atomically, and the array a
+// (get): the slots are read and written atomically, and the array a
 // lookup probes is published whole. Such a lookup may miss a key that a
 // concurrent change is moving, or find an entry that is being removed:
 // its caller asks again under the lock when it finds nothing, and an
@@ -50,7 +50,8 @@ const minTable = 16
 func (a *slots) home(h uint64) int { return int((h * 0x9E3779B97F4A7C15) >> a.shift) }
 
 // get returns the entry of key, of hash h, or nil. Under the shard's
-// lock it is exact; without it, see peek.
+// lock it is exact. Without it, it may miss a key that a concurrent
+// change moves, and may return an entry being removed (entry.dead).
 func (t *table) get(h uint64, key string) *entry {
 	a := t.a.Load()
 	if a == nil {
@@ -69,10 +70,6 @@ func (t *table) get(h uint64, key string) *entry {
 	}
 	return nil
 }
-
-// peek is get without the shard's lock: it may miss a key that a
-// concurrent change moves, and may return an entry being removed.
-func (t *table) peek(h uint64, key string) *entry { return t.get(h, key) }
 
 // set makes e the entry of its key, e.key, of hash h, adding the key if it
 // is new. Only an added key can make the table grow. The shard's lock is
