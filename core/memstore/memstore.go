@@ -235,9 +235,11 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 	}
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
-	if e := sh.t.get(h, key); e != nil && e.hashed == hashed { // without the shard's lock: see table
-		if done, err := e.quick(sh, op, now, res); done {
-			return err
+	if quickPlan(op.Plan) {
+		if e := sh.t.get(h, key); e != nil && e.hashed == hashed { // without the shard's lock: see table
+			if done, err := e.quick(sh, op, now, res); done {
+				return err
+			}
 		}
 	}
 	sh.mu.Lock()
@@ -269,10 +271,9 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 	return err
 }
 
-// quick applies op to e, found without the shard's lock, holding only e's
-// own lock, and reports whether it did: it does when e is a solo entry of
-// op's plan whose limit keeps no log, and leaves e and res alone
-// otherwise. An operation after which the entry is to go (fully
+// quick applies op, of a quickPlan, to e, found without the shard's lock,
+// holding only e's own lock, and reports whether it did: it does when e
+// is a solo entry of op's plan, and leaves e and res alone otherwise. An operation after which the entry is to go (fully
 // replenished) or to expire sooner (a refund) needs the shard too, which
 // comes first in the locks' order: quick takes it if it is free, and
 // otherwise lets go of e, takes both in order, and settles e as it is
@@ -283,7 +284,7 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 // lock was the one line the cores handed to each other on every decision.
 func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (bool, error) {
 	e.mu.Lock()
-	if e.dead || !e.solo || e.plan != op.Plan || op.Plan.Limits[0].Algorithm.Logs() {
+	if e.dead || !e.solo || e.plan != op.Plan {
 		e.mu.Unlock()
 		return false, nil
 	}
@@ -304,6 +305,13 @@ func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (
 	}
 	e.mu.Unlock()
 	return true, err
+}
+
+// quickPlan reports whether an operation of plan may take quick's path:
+// a plan of one limit without a log. Others go straight to the shard, not
+// through a lookup and an entry's lock that quick would let go of.
+func quickPlan(plan *engine.Plan) bool {
+	return len(plan.Limits) == 1 && !plan.Limits[0].Algorithm.Logs()
 }
 
 // settleLate settles e after an operation at now whose settling waited
