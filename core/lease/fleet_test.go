@@ -27,7 +27,7 @@ func TestFleetNeverAdmitsMoreThanOneStore(t *testing.T) {
 func TestAnIdleHolderOfATokenBucketNeverOverAdmits(t *testing.T) {
 	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
 		t.Run(alg.String(), func(t *testing.T) {
-			plan := planOf(limitOf(alg, 1000, time.Second).WithBurst(100))
+			plan := planOf(leasetest.LimitOf(alg, 1000, time.Second).WithBurst(100))
 			for idle := int64(0); idle <= 120*ms; idle += 2 * ms {
 				shared := newShared(t)
 				a, b := newLease(t, shared), newLease(t, shared)

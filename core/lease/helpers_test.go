@@ -59,13 +59,4 @@ func take(t *testing.T, st *lease.Store, plan *engine.Plan, key string, cost, no
 	return res
 }
 
-// limitOf returns a limit of alg: quota per period.
-func limitOf(alg core.Algorithm, quota int64, period time.Duration) core.Limit {
-	l := core.Per(quota, period).WithAlgorithm(alg)
-	if alg == core.BucketedWindow {
-		l.Precision = period / 10
-	}
-	return l
-}
-
 func planOf(limits ...core.Limit) *engine.Plan { return storetest.Plan("", limits...) }

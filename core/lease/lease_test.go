@@ -57,7 +57,7 @@ func TestOneInstanceDecidesLocallyWithinTheQuota(t *testing.T) {
 				quota int64 // per second; Takes come at 2000/s
 				local float64
 			}{{"below the quota", 20_000, 0.9}, {"at twice the quota", 1000, 0}} {
-				plan := planOf(limitOf(alg, tt.quota, time.Second))
+				plan := planOf(leasetest.LimitOf(alg, tt.quota, time.Second))
 				st := newLease(t, newShared(t))
 				or := leasetest.NewOracle(plan)
 				var admitted int64

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/core/lease/leasetest"
 )
 
 // A Take decided in process reports the reset of the last reservation
@@ -18,7 +19,7 @@ func TestResetTimesAgainstTheSharedStore(t *testing.T) {
 	const rate = 1000 // per second: a unit is 1ms
 	for _, alg := range leasable {
 		t.Run(alg.String(), func(t *testing.T) {
-			plan := planOf(limitOf(alg, rate, time.Second).WithBurst(rate))
+			plan := planOf(leasetest.LimitOf(alg, rate, time.Second).WithBurst(rate))
 			shared := newShared(t)
 			st := newLease(t, shared)
 			now := t0 + 100*ms

@@ -124,9 +124,9 @@ type namedPlan struct {
 func singlePlans() []namedPlan {
 	var ps []namedPlan
 	for _, alg := range leasable {
-		ps = append(ps, namedPlan{alg.String(), planOf(limitOf(alg, 200, 100*time.Millisecond))})
+		ps = append(ps, namedPlan{alg.String(), planOf(LimitOf(alg, 200, 100*time.Millisecond))})
 		if alg == core.TokenBucket || alg == core.GCRA {
-			ps = append(ps, namedPlan{alg.String() + " with burst", planOf(limitOf(alg, 200, 100*time.Millisecond).WithBurst(50))})
+			ps = append(ps, namedPlan{alg.String() + " with burst", planOf(LimitOf(alg, 200, 100*time.Millisecond).WithBurst(50))})
 		}
 	}
 	return ps
@@ -136,13 +136,14 @@ func singlePlans() []namedPlan {
 func fleetPlans() []namedPlan {
 	return append(singlePlans(),
 		namedPlan{"fixed and sliding windows together", planOf(
-			limitOf(core.FixedWindow, 300, 100*time.Millisecond), limitOf(core.SlidingWindow, 1000, time.Second).Named("s"))},
+			LimitOf(core.FixedWindow, 300, 100*time.Millisecond), LimitOf(core.SlidingWindow, 1000, time.Second).Named("s"))},
 		namedPlan{"token bucket and gcra together", planOf(
-			limitOf(core.TokenBucket, 300, 100*time.Millisecond), limitOf(core.GCRA, 1000, time.Second).Named("g"))})
+			LimitOf(core.TokenBucket, 300, 100*time.Millisecond), LimitOf(core.GCRA, 1000, time.Second).Named("g"))})
 }
 
-// limitOf returns a limit of alg: quota per period.
-func limitOf(alg core.Algorithm, quota int64, period time.Duration) core.Limit {
+// LimitOf returns a limit of alg: quota per period, a BucketedWindow's in
+// buckets of a tenth of it.
+func LimitOf(alg core.Algorithm, quota int64, period time.Duration) core.Limit {
 	l := core.Per(quota, period).WithAlgorithm(alg)
 	if alg == core.BucketedWindow {
 		l.Precision = period / 10
