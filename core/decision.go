@@ -139,7 +139,10 @@ func decision(limits []Limit, cost int64, res *engine.Result) Decision {
 	return d
 }
 
-// decide writes to d, which is zero, the Decision that decision returns.
+// decide writes to d, which is zero but for States, the Decision that
+// decision returns. A States with room for every limit (from multiState)
+// is used for them; with one limit, or a Result without each limit's part,
+// States is nil.
 func decide(d *Decision, limits []Limit, cost int64, res *engine.Result) {
 	d.Allowed = res.Allowed
 	d.Cost = cost
@@ -156,7 +159,11 @@ func decide(d *Decision, limits []Limit, cost int64, res *engine.Result) {
 		d.RetryAfter = micros(res.Retry)
 	}
 	if n := len(res.Limits); n > 1 && n == len(limits) {
-		d.States = make([]LimitState, n)
+		if cap(d.States) >= n {
+			d.States = d.States[:n:n]
+		} else {
+			d.States = make([]LimitState, n)
+		}
 		for i := range res.Limits {
 			r := &res.Limits[i]
 			d.States[i] = LimitState{Limit: limits[i], Allowed: r.Allowed, Remaining: r.Remaining,
@@ -166,7 +173,37 @@ func decide(d *Decision, limits []Limit, cost int64, res *engine.Result) {
 				d.States[i].Delay = 0
 			}
 		}
+	} else {
+		d.States = nil
 	}
+}
+
+// multiState returns, for a Decision on n limits, the memory of its States
+// and of the store's parts (engine.Op.Parts) in one allocation, where
+// apart they would take two: a plan of several limits allocates for its
+// States anyway. Beyond four limits, it returns nil for both.
+func multiState(n int) ([]LimitState, []engine.LimitResult) {
+	switch n {
+	case 2:
+		m := new(struct {
+			s [2]LimitState
+			p [2]engine.LimitResult
+		})
+		return m.s[:0], m.p[:]
+	case 3:
+		m := new(struct {
+			s [3]LimitState
+			p [3]engine.LimitResult
+		})
+		return m.s[:0], m.p[:]
+	case 4:
+		m := new(struct {
+			s [4]LimitState
+			p [4]engine.LimitResult
+		})
+		return m.s[:0], m.p[:]
+	}
+	return nil, nil
 }
 
 // micros converts µs to a Duration; a negative value means Never, and so

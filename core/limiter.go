@@ -297,8 +297,12 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 		return l.takeBrief(ctx, key, cost, d)
 	}
 	op := engine.Op{Plan: l.plan, Key: key, Cost: cost}
+	if len(l.limits) > 1 { // l.direct: the store is InProcess, and applies op once
+		d.States, op.Parts = multiState(len(l.limits))
+	}
 	res, err := l.store.Apply(ctx, op)
 	if err != nil {
+		op.Parts = nil
 		*d, err = l.failed(ctx, op, l.limits, err, nil)
 		return err
 	}
@@ -429,14 +433,19 @@ func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit, o *Ob
 	if o != nil {
 		start = time.Now()
 	}
+	var d Decision
+	if len(limits) > 1 { // the store is InProcess, and applies op once
+		d.States, op.Parts = multiState(len(limits))
+	}
 	res, err := l.store.Apply(ctx, op)
 	if o != nil {
 		o.Latency = time.Since(start)
 	}
 	if err != nil {
+		op.Parts = nil
 		return l.failed(ctx, op, limits, err, o)
 	}
-	d := decision(limits, op.Cost, &res)
+	decide(&d, limits, op.Cost, &res)
 	d.charged(op.Kind, res.At)
 	return d, nil
 }

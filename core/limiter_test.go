@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -415,5 +416,80 @@ func TestLimitsFuncDuplicateNames(t *testing.T) {
 				t.Errorf("log:\n%s\nwant no error", logged.String())
 			}
 		})
+	}
+}
+
+// A decision on several limits allocates once, for its States, and the
+// States of each Decision are its own: a later decision changes nothing in
+// an earlier one's, and an append to them writes to memory of their own.
+// Both ways to the store are covered: the direct path (AllowN) and the
+// general one (Peek, and every op of a Limiter with a clock).
+func TestSeveralLimitsDecideInOneAllocation(t *testing.T) {
+	ctx := context.Background()
+	all := []core.Option{core.PerSecond(1 << 30), core.PerMinute(1 << 30).WithAlgorithm(core.GCRA),
+		core.PerHour(1 << 20).WithAlgorithm(core.FixedWindow), core.PerMinute(1 << 25).WithAlgorithm(core.TokenBucket),
+		core.PerDay(1 << 30)}
+	for n := 2; n <= len(all); n++ {
+		for _, clocked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d limits, clock %v", n, clocked), func(t *testing.T) {
+				clock := newManualClock(t0)
+				opts := slices.Clone(all[:n])
+				sopts := []memstore.Option{memstore.WithSweepInterval(0)}
+				if clocked {
+					opts = append(opts, core.WithClock(clock))
+				} else {
+					sopts = append(sopts, memstore.WithClock(clock))
+				}
+				store := memstore.New(sopts...)
+				t.Cleanup(func() { store.Close() })
+				lim, err := core.New(store, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if core.Direct(lim) == clocked {
+					t.Fatalf("Direct = %v with clock %v", core.Direct(lim), clocked)
+				}
+				d1, err := lim.Allow(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept := slices.Clone(d1.States)
+				d2, _ := lim.Allow(ctx, "k")
+				p, _ := lim.Peek(ctx, "k")
+				if !reflect.DeepEqual(d1.States, kept) {
+					t.Fatalf("a later decision changed an earlier one's States:\n%+v\nwant\n%+v", d1.States, kept)
+				}
+				if len(d2.States) != n || len(p.States) != n || cap(d2.States) != n {
+					t.Fatalf("States of %d, %d (capacity %d), want %d", len(d2.States), len(p.States), cap(d2.States), n)
+				}
+				for i := range n {
+					if got, want := d2.States[i].Remaining, d1.States[i].Remaining-1; got != want {
+						t.Errorf("limit %d: Remaining %d after %d, want %d", i, got, d1.States[i].Remaining, want)
+					}
+					if p.States[i] != d2.States[i] {
+						t.Errorf("limit %d: Peek %+v, want the last Allow's %+v", i, p.States[i], d2.States[i])
+					}
+				}
+				_ = append(d2.States, core.LimitState{Remaining: -1})
+				if again, _ := lim.Peek(ctx, "k"); !reflect.DeepEqual(again.States, p.States) {
+					t.Fatalf("an append to a Decision's States wrote into another's")
+				}
+				want := 1.0 // the States, with the store's parts beside them
+				if n > 4 {
+					want = 3 // the States, the parts, and the engine's scratch
+				}
+				if raceEnabled {
+					return // the race detector's allocations
+				}
+				for name, fn := range map[string]func(){
+					"Allow": func() { lim.Allow(ctx, "k") },
+					"Peek":  func() { lim.Peek(ctx, "k") },
+				} {
+					if got := testing.AllocsPerRun(200, fn); got != want {
+						t.Errorf("%s allocates %v times a call, want %v", name, got, want)
+					}
+				}
+			})
+		}
 	}
 }

@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -292,6 +294,66 @@ func TestStepStatesMustMatchLimits(t *testing.T) {
 		op := op{Key: "k", Limits: limits, Cost: 1}
 		if _, _, err := step(&op, t0us, make([]engine.State, n)); !errors.Is(err, core.ErrInvalidOp) {
 			t.Errorf("Step with %d states for 2 limits: error %v, want one wrapping ErrInvalidOp", n, err)
+		}
+	}
+}
+
+// Step writes the parts of several limits into op.Parts when it has a place
+// for each, and the Result is the same, field by field, as when Step
+// allocates them; a Parts too short is not written.
+func TestStepWritesPartsWhereTheCallerSays(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	algs := []core.Algorithm{core.SlidingWindow, core.FixedWindow, core.TokenBucket, core.GCRA, core.LeakyBucket, core.SlidingLog}
+	clone := func(states []engine.State) []engine.State {
+		c := slices.Clone(states)
+		for i := range c {
+			c[i].Log = slices.Clone(c[i].Log)
+		}
+		return c
+	}
+	for trial := range 300 {
+		n := 2 + r.IntN(4)
+		var limits []core.Limit
+		for range n {
+			limits = append(limits, randomLimit(r, algs[r.IntN(len(algs))]))
+		}
+		tr := randomTrace(r, limits[0], 40, true)
+		states := make([]engine.State, n)
+		for i := range tr.at {
+			op, err := (&op{Kind: tr.kind[i], Key: "k", Limits: limits, Cost: tr.cost[i]}).engineOp()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := clone(states)
+			var want engine.Result
+			wkeep, werr := engine.Step(&op, tr.at[i], states, &want)
+
+			parts := make([]engine.LimitResult, n+r.IntN(2)) // room for every limit, or one more
+			for j := range parts {
+				parts[j] = engine.LimitResult{Allowed: true, Remaining: -7, Reset: -7, Retry: -7, Delay: -7, Window: -7} // what Step must overwrite
+			}
+			op.Parts = parts
+			given := clone(before)
+			var got engine.Result
+			gkeep, gerr := engine.Step(&op, tr.at[i], given, &got)
+			if !errors.Is(gerr, werr) || gkeep != wkeep || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(given, states) {
+				t.Fatalf("trial %d op %d (%v): with Parts %+v, %d, %v; without %+v, %d, %v", trial, i, limits, got, gkeep, gerr, want, wkeep, werr)
+			}
+			if werr != nil {
+				continue
+			}
+			if &got.Limits[0] != &parts[0] || cap(got.Limits) != n {
+				t.Fatalf("trial %d op %d: Result.Limits is not op.Parts[:%d:%d] (capacity %d): an append would write past the parts", trial, i, n, n, cap(got.Limits))
+			}
+			short := make([]engine.LimitResult, n-1)
+			op.Parts = short
+			var again engine.Result
+			if _, err := engine.Step(&op, tr.at[i], clone(before), &again); err != nil || !reflect.DeepEqual(again, want) {
+				t.Fatalf("trial %d op %d: with a short Parts %+v, %v; want %+v", trial, i, again, err, want)
+			}
+			if !reflect.DeepEqual(short, make([]engine.LimitResult, n-1)) {
+				t.Fatalf("trial %d op %d: Step wrote into a Parts with no room for every limit", trial, i)
+			}
 		}
 	}
 }

@@ -64,6 +64,14 @@ type Op struct {
 	// Receipt): the units go back there and nowhere else. nil: to the
 	// current state, the older meaning.
 	Receipt *Receipt
+	// Parts is, optionally, the memory of Result.Limits for a plan of
+	// several limits: Step writes each limit's part there when it has a
+	// place for every limit, and the Result refers to it; else Step
+	// allocates. A caller that allocates anyway (core, for the Decision's
+	// States) so brings both in one allocation. Step writes it during the
+	// call alone: give it only to a store that applies the op before it
+	// returns, and once.
+	Parts []LimitResult
 }
 
 // Validate reports whether op is well formed, with an error wrapping
@@ -175,7 +183,8 @@ type LimitResult struct {
 //
 // Step reads neither op.Now nor, beyond checking it is not empty, op.Key.
 // On error it changes nothing. It is a pure function of its arguments and
-// the states, and allocates only Result.Limits, for several limits.
+// the states, and allocates only Result.Limits, for several limits, and
+// only when op.Parts has no room for them.
 func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error) {
 	if err := op.Validate(); err != nil {
 		return 0, err
@@ -196,7 +205,13 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 	} else {
 		shapes = make([]shape, n)
 	}
-	ls := make([]LimitResult, len(limits))
+	var ls []LimitResult
+	if len(op.Parts) >= len(limits) {
+		ls = op.Parts[:len(limits):len(limits)]
+		clear(ls)
+	} else {
+		ls = make([]LimitResult, len(limits))
+	}
 	allowed := true
 	var lease int64 // the lease a Take acquires on the Concurrency limits
 	for i := range shapes {

@@ -61,6 +61,8 @@ func BenchmarkAllow(b *testing.B) {
 		{"wide/token", []core.Limit{core.PerHour(1_000_000_000).WithAlgorithm(core.TokenBucket)}},
 		{"wide/denied", []core.Limit{core.Per(5, core.MaxPeriod)}}, // 5 × 400 days > 2^47µs
 		{"three-limits", []core.Limit{core.PerSecond(100_000_000), core.PerMinute(1_000_000_000), core.PerHour(1_000_000_000).WithAlgorithm(core.GCRA)}},
+		// The README's three limits on one client, who has used them up.
+		{"three-limits-denied", []core.Limit{core.PerSecond(10), core.PerMinute(120), core.PerHour(240)}},
 	}
 	for _, c := range cases {
 		b.Run("hotkey/"+c.name, func(b *testing.B) {
