@@ -94,27 +94,36 @@ func BenchmarkAllow(b *testing.B) {
 			}
 		}
 	})
-	b.Run("keys=100k/parallel", func(b *testing.B) {
-		lim, s := newLimiter(b, core.PerSecond(100_000_000))
-		keys := distinctKeys(b, 100_000)
-		for _, k := range keys {
-			lim.Allow(ctx, k)
-		}
-		if s.Len() != len(keys) {
-			b.Fatalf("store holds %d keys, want %d", s.Len(), len(keys))
-		}
-		var next atomic.Int64
-		b.ReportAllocs()
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			i := int(next.Add(7919)) % len(keys)
-			for pb.Next() {
-				lim.Allow(ctx, keys[i])
-				if i++; i == len(keys) {
-					i = 0
-				}
+	b.Run("keys=100k/parallel", func(b *testing.B) { allowParallel(b, core.PerSecond(100_000_000)) })
+	// The README's three limits, over many clients, each soon held to them.
+	b.Run("keys=100k/parallel/three-limits", func(b *testing.B) {
+		allowParallel(b, core.PerSecond(10), core.PerMinute(120), core.PerHour(240))
+	})
+}
+
+// allowParallel times Allow under b.RunParallel over 100k keys in turn,
+// each used once before timing.
+func allowParallel(b *testing.B, limits ...core.Limit) {
+	ctx := context.Background()
+	lim, s := newLimiter(b, limits...)
+	keys := distinctKeys(b, 100_000)
+	for _, k := range keys {
+		lim.Allow(ctx, k)
+	}
+	if s.Len() != len(keys) {
+		b.Fatalf("store holds %d keys, want %d", s.Len(), len(keys))
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919)) % len(keys)
+		for pb.Next() {
+			lim.Allow(ctx, keys[i])
+			if i++; i == len(keys) {
+				i = 0
 			}
-		})
+		}
 	})
 }
 

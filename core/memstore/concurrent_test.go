@@ -16,10 +16,11 @@ import (
 
 // Decisions on existing keys take only their entry's lock (entry.quick),
 // beside operations that take the shard's: keys created, reset (removed),
-// extended in other scopes and swept, all at once. Every key still admits
-// exactly its limit, in each of its two scopes, and the heap and the table
-// agree at the end. Run with -race, this is also the test of the locking
-// itself.
+// extended in other scopes, laid out for another plan (a Peek of another
+// plan in the same scope moves the states) and swept, all at once. Every
+// key still admits exactly its limit, in each of its three scopes (one of
+// two limits), and the heap and the table agree at the end. Run with
+// -race, this is also the test of the locking itself.
 func TestConcurrentDecisionsStayExact(t *testing.T) {
 	const keys, workers, perKey = 40, 8, 60
 	// The store's clock stands still (sweeps read it too): the limits
@@ -29,7 +30,9 @@ func TestConcurrentDecisionsStayExact(t *testing.T) {
 	fixed := planOf("a", core.PerHour(100).WithAlgorithm(core.FixedWindow))
 	gcra := planOf("b", core.PerHour(150).WithAlgorithm(core.GCRA).WithBurst(150))
 	doomed := planOf("c", core.PerHour(5))
-	var allowed [keys][2]atomic.Int64
+	two := planOf("m", core.PerHour(200), core.PerDay(90).WithAlgorithm(core.GCRA))
+	other := planOf("m", core.PerDay(90).WithAlgorithm(core.GCRA)) // two's second layout, alone
+	var allowed [keys][3]atomic.Int64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for w := range workers {
@@ -39,7 +42,7 @@ func TestConcurrentDecisionsStayExact(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			for range keys * perKey {
 				k := r.IntN(keys)
-				for j, p := range []*engine.Plan{fixed, gcra} {
+				for j, p := range []*engine.Plan{fixed, gcra, two} {
 					res, err := s.Apply(context.Background(), engine.Op{Plan: p, Key: fmt.Sprint("k", k), Cost: 1})
 					if err != nil {
 						t.Errorf("Apply: %v", err)
@@ -71,6 +74,10 @@ func TestConcurrentDecisionsStayExact(t *testing.T) {
 				t.Errorf("churn: %v", err)
 				return
 			}
+			if _, err := s.Apply(context.Background(), engine.Op{Plan: other, Key: k, Kind: engine.Peek}); err != nil {
+				t.Errorf("churn: %v", err)
+				return
+			}
 			if i%50 == 0 {
 				s.Sweep()
 			}
@@ -82,8 +89,8 @@ func TestConcurrentDecisionsStayExact(t *testing.T) {
 	for k := range keys {
 		// Each key was asked about 8 × 60 = 480 times in each scope,
 		// well past both limits.
-		if a, b := allowed[k][0].Load(), allowed[k][1].Load(); a != 100 || b != 150 {
-			t.Errorf("key k%d admitted %d and %d, want 100 and 150", k, a, b)
+		if a, b, c := allowed[k][0].Load(), allowed[k][1].Load(), allowed[k][2].Load(); a != 100 || b != 150 || c != 90 {
+			t.Errorf("key k%d admitted %d, %d and %d, want 100, 150 and 90", k, a, b, c)
 		}
 	}
 	checkHeap(t, s, "after the decisions")
@@ -130,9 +137,18 @@ func TestConcurrentDecisionsBesideEvictions(t *testing.T) {
 // key as it is then, as if it had held the shard all along. So a Reset
 // forgets the key (a request whose clock read came a little earlier finds
 // its whole quota, not a state "fresh" at a later instant), and a Refund
-// brings the key's expiry forward in the heap.
+// brings the key's expiry forward in the heap. For plans of one limit and
+// of two.
 func TestAnOperationSettlesUnderItsShardWhenTheShardIsBusy(t *testing.T) {
-	lim := core.PerSecond(10).WithAlgorithm(core.GCRA)
+	for _, limits := range [][]core.Limit{
+		{core.PerSecond(10).WithAlgorithm(core.GCRA)},
+		{core.PerSecond(10).WithAlgorithm(core.GCRA), core.PerMinute(100).WithAlgorithm(core.GCRA)},
+	} {
+		t.Run(fmt.Sprint(len(limits), " limits"), func(t *testing.T) { settlesWhenBusy(t, limits) })
+	}
+}
+
+func settlesWhenBusy(t *testing.T, limits []core.Limit) {
 	busy := func(s *Store, op engine.Op) engine.Result {
 		t.Helper()
 		s.shards[0].mu.Lock() // another key's insert, a sweep...
@@ -144,8 +160,9 @@ func TestAnOperationSettlesUnderItsShardWhenTheShardIsBusy(t *testing.T) {
 		return res
 	}
 	t0 := epoch.UnixMicro()
+	plan := planOf("", limits...)
 	op := func(kind engine.Kind, cost, at int64) engine.Op {
-		return engine.Op{Plan: planOf("", lim), Key: "k", Kind: kind, Cost: cost, Now: at}
+		return engine.Op{Plan: plan, Key: "k", Kind: kind, Cost: cost, Now: at}
 	}
 
 	s := New(WithSweepInterval(0), WithShards(1))
@@ -170,9 +187,47 @@ func TestAnOperationSettlesUnderItsShardWhenTheShardIsBusy(t *testing.T) {
 	if res.Remaining != 8 {
 		t.Errorf("after taking 6 and refunding 4: %d remaining, want 8", res.Remaining)
 	}
+	full := res.Reset // the key's time to full: its slowest limit's
+	for _, l := range res.Limits {
+		full = max(full, l.Reset)
+	}
 	e := s2.shards[0].t.get(maphash.String(s2.seed, "k"), "k")
-	if want := t0 + res.Reset; e == nil || e.expires != want {
+	if want := t0 + full; e == nil || e.expires != want {
 		t.Errorf("after the Refund the key expires at %v, want %d (its time to full)", e, want)
 	}
 	checkHeap(t, s2, "after the refund")
+}
+
+// A decision on an existing key of a plan of several limits without logs
+// takes only its entry's lock, as one of a single limit does: it goes on
+// while another holds the shard's.
+func TestSeveralLimitsDecideBesideABusyShard(t *testing.T) {
+	s := New(WithSweepInterval(0), WithShards(1), WithClock(&manualClock{t: epoch}))
+	defer s.Close()
+	plan := planOf("", core.PerSecond(10), core.PerMinute(100).WithAlgorithm(core.GCRA), core.PerHour(1000).WithAlgorithm(core.TokenBucket))
+	ctx := context.Background()
+	if _, err := s.Apply(ctx, engine.Op{Plan: plan, Key: "k", Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s.shards[0].mu.Lock()
+	done := make(chan engine.Result, 1)
+	go func() {
+		res, err := s.Apply(ctx, engine.Op{Plan: plan, Key: "k", Cost: 1})
+		if err != nil {
+			t.Errorf("Apply: %v", err)
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if !res.Allowed || res.Remaining != 8 {
+			t.Errorf("second Take: %+v, want allowed with 8 remaining", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the decision waited for the shard's lock")
+		s.shards[0].mu.Unlock()
+		<-done
+		return
+	}
+	s.shards[0].mu.Unlock()
 }

@@ -123,6 +123,18 @@ func keyIn(b []byte, key string) string {
 	return unsafe.String(&b[0], copy(b, key))
 }
 
+// states returns the states of e's plan, in the order of its limits: the
+// first of e.all(). e.mu is held; a lookup without the shard's lock may
+// read e.aux here, which for an entry not solo was set with e.mu held and
+// is never replaced (setNext, under the shard's lock alone, only ever sets
+// a nil one, of a solo entry).
+func (e *entry) states() []engine.State {
+	if e.solo {
+		return e.one[:]
+	}
+	return e.aux.states[:e.aux.n]
+}
+
 // all returns every state of e, the last operation's first.
 func (e *entry) all() []engine.State {
 	if e.solo {

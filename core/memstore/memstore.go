@@ -252,12 +252,8 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 		err = s.applyNew(sh, h, key, hashed, op, now, res)
 	case e.plan == op.Plan:
 		e.mu.Lock()
-		states := e.one[:]
-		if !e.solo {
-			states = e.aux.states[:e.aux.n]
-		}
 		var keep int64
-		keep, err = engine.Step(op, now, states, res)
+		keep, err = engine.Step(op, now, e.states(), res)
 		if err == nil {
 			e.settle(sh, now, keep)
 		}
@@ -272,8 +268,9 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 }
 
 // quick applies op, of a quickPlan, to e, found without the shard's lock,
-// holding only e's own lock, and reports whether it did: it does when e
-// is a solo entry of op's plan, and leaves e and res alone otherwise. An operation after which the entry is to go (fully
+// holding only e's own lock, and reports whether it did: it does when e's
+// states are laid out for op's plan (its plan is op's), and leaves e and
+// res alone otherwise. An operation after which the entry is to go (fully
 // replenished) or to expire sooner (a refund) needs the shard too, which
 // comes first in the locks' order: quick takes it if it is free, and
 // otherwise lets go of e, takes both in order, and settles e as it is
@@ -284,11 +281,11 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 // lock was the one line the cores handed to each other on every decision.
 func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (bool, error) {
 	e.mu.Lock()
-	if e.dead || !e.solo || e.plan != op.Plan {
+	if e.dead || e.plan != op.Plan {
 		e.mu.Unlock()
 		return false, nil
 	}
-	keep, err := engine.Step(op, now, e.one[:], res)
+	keep, err := engine.Step(op, now, e.states(), res)
 	switch until := now + keep; {
 	case err != nil: // nothing changed
 	case keep > 0 && until >= e.expires:
@@ -308,10 +305,15 @@ func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (
 }
 
 // quickPlan reports whether an operation of plan may take quick's path:
-// a plan of one limit without a log. Others go straight to the shard, not
+// a plan whose limits have no log. Others go straight to the shard, not
 // through a lookup and an entry's lock that quick would let go of.
 func quickPlan(plan *engine.Plan) bool {
-	return len(plan.Limits) == 1 && !plan.Limits[0].Algorithm.Logs()
+	for i := range plan.Limits {
+		if plan.Limits[i].Algorithm.Logs() {
+			return false
+		}
+	}
+	return true
 }
 
 // settleLate settles e after an operation at now whose settling waited
@@ -319,15 +321,15 @@ func quickPlan(plan *engine.Plan) bool {
 // between: it settles e as it is, by the time its state is fully
 // replenished (a Peek's keep at now: the same instant whichever now asks,
 // as a state's time to full is a point in time). Nothing is left to do if
-// e is gone, or is no longer a solo entry of plan (whoever changed that
-// settled it). sh.mu and e.mu are held.
+// e is gone, or its states are no longer laid out for plan (whoever
+// changed that settled it). sh.mu and e.mu are held.
 func (e *entry) settleLate(sh *shard, plan *engine.Plan, now int64) {
-	if e.dead || !e.solo || e.plan != plan {
+	if e.dead || e.plan != plan {
 		return
 	}
 	peek := engine.Op{Plan: plan, Key: e.key, Kind: engine.Peek}
 	var res engine.Result
-	if keep, err := engine.Step(&peek, now, e.one[:], &res); err == nil {
+	if keep, err := engine.Step(&peek, now, e.states(), &res); err == nil {
 		e.settle(sh, now, keep)
 	}
 }
