@@ -4,14 +4,17 @@
 // Keys live in a power-of-two number of shards, each a hash table behind
 // its own mutex, chosen by a hash seeded per store (so that an attacker
 // cannot aim keys at one shard), which also finds the key in its shard's
-// table. The common operation — a plan of one limit without a log, on an
-// existing key whose only state is that plan's — finds the key without
-// the shard's lock and takes the key's own lock only, so that decisions on
-// different keys write no memory in common. The others (a new key, a key
-// of several states or scopes, a log, a key that goes, an expiry brought
-// forward) take the shard's lock too, first. Either way each operation is
-// atomic, over all its limits. The hot path — an existing key — allocates
-// nothing.
+// table. The common operation — a plan of limits without logs, on an
+// existing key whose states are laid out for that plan, as every call of
+// one Limiter leaves them — finds the key without the shard's lock and
+// takes the key's own lock only, so that decisions on different keys
+// write no memory in common. The others (a new key, a key last used by
+// another plan, a log, a key that goes, an expiry brought forward) take
+// the shard's lock too, first. Either way each operation is atomic, over
+// all its limits. The hot path — an existing key — allocates nothing but,
+// for a plan of several limits, each limit's part of the Result, and not
+// that when the op brings the memory for them (engine.Op.Parts, as a
+// core.Limiter does, which allocates the Decision's States with them).
 //
 // A key of one limit costs about 190 bytes (TestMemoryPerKey, and
 // bench's BenchmarkFootprint): its entry, 128 bytes with the key's bytes
