@@ -103,7 +103,8 @@ func receiptsIn(t *testing.T, c *redis.Client, s *Store, scope, key string) int 
 func TestInlineLostReplyIsUndone(t *testing.T) {
 	forEachUndo(t, func(t *testing.T, u undoSetup) {
 		direct, proxy, s := u.direct, u.proxy, u.s
-		lim, err := core.New(s, core.Per(1000, time.Hour).WithAlgorithm(core.GCRA),
+		// A unit comes back every 86.4 s: none before the Peek below.
+		lim, err := core.New(s, core.PerDay(1000).WithAlgorithm(core.GCRA),
 			core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
 		if err != nil {
 			t.Fatal(err)
@@ -178,7 +179,9 @@ func forEachUndo(t *testing.T, f func(t *testing.T, u undoSetup)) {
 // admitted once, and the seventeenth costs one round trip more.
 func TestInlineReceiptsAreBounded(t *testing.T) {
 	prefix := testPrefix()
-	limit := core.Per(1000, time.Hour).WithAlgorithm(core.GCRA)
+	// A unit comes back every 86.4 s: none before the Peek below, however
+	// long the 17 stores take to start.
+	limit := core.PerDay(1000).WithAlgorithm(core.GCRA)
 	ctx := context.Background()
 	var lim *core.Limiter
 	for i := range 17 {

@@ -125,13 +125,11 @@ func TestALeaseEndedBeforeItsWindowGivesItsUnitsBack(t *testing.T) {
 // closed at the end of t, and a Limiter of quota an hour, a fixed
 // window, through it. The tests compare a key's numbers across seconds:
 // a window that ends in between starts the key afresh (a CI run failed
-// so with windows of a minute), so it waits out the last seconds of an
-// hour before it starts.
+// so with windows of a minute), so it waits out the last 30 s of an
+// hour, by the server's clock, before it starts.
 func leasedFixedWindow(t *testing.T, c *redis.Client, quota int64, opts ...lease.Option) (*lease.Store, *core.Limiter) {
 	t.Helper()
-	if left := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); left < 30*time.Second {
-		time.Sleep(left + time.Second)
-	}
+	clearOfWindowEnd(t, c, time.Hour, 30*time.Second)
 	rs := newStore(t, c)
 	ls, err := lease.New(rs, opts...)
 	if err != nil {

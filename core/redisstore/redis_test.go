@@ -120,6 +120,26 @@ func deleteKeys(c Client, prefix string) {
 	}
 }
 
+// clearOfWindowEnd returns once at least margin is left of the current
+// epoch-aligned window of period by the clock of the server of c: when
+// less is left, it waits for the next window to begin. A test that
+// compares a key's numbers across decisions made at Redis TIME runs in
+// one window so, if it takes less than margin: a window that ends in
+// between starts the key afresh (a CI run failed so, commit d41fb40).
+func clearOfWindowEnd(t testing.TB, c redis.Cmdable, period, margin time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatalf("TIME: %v", err)
+	}
+	p := period.Microseconds()
+	if left := time.Duration(p-now.UnixMicro()%p) * time.Microsecond; left < margin {
+		time.Sleep(left + 50*time.Millisecond)
+	}
+}
+
 // plans caches the plans of planOf, so that operations on the same limits
 // share one plan, as a Limiter's do.
 var plans sync.Map

@@ -92,9 +92,13 @@ func TestDecodeRejectsBadReplies(t *testing.T) {
 }
 
 func TestServerTime(t *testing.T) {
-	s := newStore(t, newClient(t))
+	c := newClient(t)
+	s := newStore(t, c)
 	ctx := context.Background()
 	op := engine.Op{Plan: planOf("", core.PerMinute(3).WithAlgorithm(core.FixedWindow), core.PerSecond(10).WithAlgorithm(core.GCRA)), Key: "k", Cost: 2}
+	// The second AllowN must fall in the first one's minute: in the next
+	// one, it would be admitted.
+	clearOfWindowEnd(t, c, time.Minute, 2*time.Second)
 	d, err := s.Apply(ctx, op)
 	if err != nil || !d.Allowed || d.Remaining != 1 || d.Reset <= 0 || d.Reset > time.Minute.Microseconds() {
 		t.Fatalf("AllowN(Redis TIME, 2) = %+v, %v; want allowed, 1 remaining, reset within a minute", d, err)
