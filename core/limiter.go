@@ -288,25 +288,72 @@ func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decisio
 	return l.do(ctx, engine.Take, key, cost, nil)
 }
 
+// AllowNInto is AllowN writing the Decision to d, for a caller that makes
+// decision after decision and keeps none past the next (a middleware, a
+// worker's loop): on a plan of several limits, each limit's state goes
+// into the memory of d.States when it has room for them all (its
+// capacity), where AllowN allocates it. The next call with the same memory
+// overwrites what this one wrote there: copy the States to keep them.
+//
+// With that room, a Limiter that goes straight to an in-process store (no
+// clock, observer, deny cache or limits function: see WithClock and the
+// others) decides on up to 4 limits without allocating; otherwise
+// AllowNInto allocates as AllowN does.
+func (l *Limiter) AllowNInto(ctx context.Context, key string, cost int64, d *Decision) (err error) {
+	states := d.States[:0]
+	*d = Decision{}
+	if l.direct {
+		if len(l.limits) > 1 { // else States stays nil, as the Decision of one limit has it
+			d.States = states
+		}
+		return l.take(ctx, key, cost, d)
+	}
+	*d, err = l.do(ctx, engine.Take, key, cost, nil)
+	return err
+}
+
+// maxLentParts is the most limits whose parts (engine.Op.Parts) a decision
+// into the caller's States takes from partsPool; beyond, it allocates.
+const maxLentParts = 8
+
+// partsPool holds the memory of each limit's part of a Result, for
+// decisions whose States are the caller's (AllowNInto): the parts are
+// needed only until the Decision is built.
+var partsPool = sync.Pool{New: func() any { return new([maxLentParts]engine.LimitResult) }}
+
 // take is AllowN when l.direct: what op and apply do in that case, without
 // the steps that do nothing there. It writes the Decision to d, which is
 // zero: a Decision is large, and every call level that returns one copies
-// it several times.
+// it several times. d.States is nil, or memory for the States with room
+// for every limit (AllowNInto).
 func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision) (err error) {
 	if l.taker != nil {
 		return l.takeBrief(ctx, key, cost, d)
 	}
 	op := engine.Op{Plan: l.plan, Key: key, Cost: cost}
-	if len(l.limits) > 1 { // l.direct: the store is InProcess, and applies op once
-		d.States, op.Parts = multiState(len(l.limits))
+	var parts *[maxLentParts]engine.LimitResult
+	if n := len(l.limits); n > 1 { // l.direct: the store is InProcess, and applies op once
+		switch {
+		case cap(d.States) < n: // AllowN's
+			d.States, op.Parts = multiState(n)
+		case n <= maxLentParts: // the caller's States (AllowNInto), the parts pooled
+			parts = partsPool.Get().(*[maxLentParts]engine.LimitResult)
+			op.Parts = parts[:n]
+		} // else the caller's States, the parts Step's
 	}
 	res, err := l.store.Apply(ctx, op)
 	if err != nil {
+		if parts != nil {
+			partsPool.Put(parts)
+		}
 		op.Parts = nil
 		*d, err = l.failed(ctx, op, l.limits, err, nil)
 		return err
 	}
 	decide(d, l.limits, cost, &res)
+	if parts != nil {
+		partsPool.Put(parts) // decide copied them
+	}
 	d.charged(engine.Take, res.At)
 	return nil
 }

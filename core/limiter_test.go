@@ -493,3 +493,74 @@ func TestSeveralLimitsDecideInOneAllocation(t *testing.T) {
 		}
 	}
 }
+
+// AllowNInto decides as AllowN does, field by field, with the States in
+// the caller's memory when it has room for them: for plans of one limit
+// (States nil) to nine, on a Limiter that goes straight to its store and
+// on one with a clock of its own (which allocates as AllowN does), through
+// allowed and denied decisions and an invalid cost; and with room, on up
+// to four limits, without allocating.
+func TestAllowNIntoDecidesAsAllowN(t *testing.T) {
+	ctx := context.Background()
+	algs := []core.Algorithm{core.SlidingWindow, core.GCRA, core.FixedWindow, core.TokenBucket}
+	for n := 1; n <= 9; n++ {
+		for _, clocked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d limits, clock %v", n, clocked), func(t *testing.T) {
+				var limits []core.Option
+				for i := range n {
+					limits = append(limits, core.Per(int64(3+i), time.Duration(i+1)*time.Second).WithAlgorithm(algs[i%len(algs)]).Named(fmt.Sprint("l", i)))
+				}
+				mk := func() (*core.Limiter, *manualClock) {
+					clock := newManualClock(t0)
+					opts := slices.Clone(limits)
+					sopts := []memstore.Option{memstore.WithSweepInterval(0)}
+					if clocked {
+						opts = append(opts, core.WithClock(clock))
+					} else {
+						sopts = append(sopts, memstore.WithClock(clock))
+					}
+					store := memstore.New(sopts...)
+					t.Cleanup(func() { store.Close() })
+					lim, err := core.New(store, opts...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return lim, clock
+				}
+				into, c1 := mk()
+				plain, c2 := mk()
+				mem := make([]core.LimitState, 0, 9)
+				var d core.Decision
+				for step := range 12 {
+					cost := int64(1 + step%2)
+					if step == 5 {
+						cost = -1
+					}
+					d.States = mem
+					err1 := into.AllowNInto(ctx, "k", cost, &d)
+					want, err2 := plain.AllowN(ctx, "k", cost)
+					if (err1 == nil) != (err2 == nil) || !reflect.DeepEqual(d, want) {
+						t.Fatalf("step %d: AllowNInto %+v, %v; AllowN %+v, %v", step, d, err1, want, err2)
+					}
+					if n == 1 && d.States != nil {
+						t.Fatalf("step %d: States %v on one limit, want nil", step, d.States)
+					}
+					if n > 1 && err1 == nil && !clocked && &d.States[0] != &mem[:1][0] {
+						t.Fatalf("step %d: the States are not in the caller's memory", step)
+					}
+					c1.Set(c1.Now().Add(150 * time.Millisecond))
+					c2.Set(c2.Now().Add(150 * time.Millisecond))
+				}
+				if raceEnabled || clocked || n > 4 {
+					return // the race detector's allocations; AllowN's; the engine's scratch beyond 4
+				}
+				if got := testing.AllocsPerRun(200, func() {
+					d.States = mem
+					into.AllowNInto(ctx, "other", 1, &d)
+				}); got != 0 {
+					t.Errorf("AllowNInto allocates %v times a call, want 0", got)
+				}
+			})
+		}
+	}
+}

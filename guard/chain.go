@@ -58,6 +58,12 @@ type chainState struct {
 	// buf is where the headers' values are built: a buffer on the stack
 	// would escape, passed to BytesWriter.SetHeaderBytes.
 	buf [128]byte
+	// states is the memory of one entry's Decision.States, lent to the
+	// first decision of a request on several limits (core's AllowNInto),
+	// so that it allocates nothing; lent says it is taken. Nothing refers
+	// to it once the request is over: a Denial copies what it keeps.
+	states [4]core.LimitState
+	lent   bool
 }
 
 var statePool = sync.Pool{New: func() any { return new(chainState) }}
@@ -80,7 +86,7 @@ func (c *Chain) acquire() (s *chainState, own bool) {
 func (c *Chain) release() {
 	s := c.s
 	c.s = nil
-	s.entries, s.stopped, s.admitted = nil, false, s.admitted[:0]
+	s.entries, s.stopped, s.admitted, s.lent = nil, false, s.admitted[:0], false
 	statePool.Put(s)
 }
 
@@ -192,6 +198,11 @@ func (c *chainState) add(g *Guard, lim *core.Limiter, key string, d *core.Decisi
 	e.held, e.limits, e.pin, e.never, e.settled, e.leases = 0, nil, 0, false, false, nil
 	e.took, e.more = taken{}, nil
 	return at
+}
+
+// lends reports whether d's States are in c's memory (c.states).
+func (c *chainState) lends(d *core.Decision) bool {
+	return len(d.States) > 0 && &d.States[0] == &c.states[0]
 }
 
 // find returns the index of the entry of lim's state for key, or -1.

@@ -217,7 +217,14 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 				continue
 			}
 		}
-		d, err := ru.lim.AllowN(core.ContextWithDryRun(ctx, g.dryRun), key, ask)
+		var d core.Decision
+		if at < 0 && !ch.lent { // a new entry: its States go in the chain's memory
+			d.States = ch.states[:0]
+		}
+		err = ru.lim.AllowNInto(core.ContextWithDryRun(ctx, g.dryRun), key, ask, &d)
+		if ch.lends(&d) {
+			ch.lent = true
+		}
 		if err != nil {
 			open = false
 			return g.fail(w, r, next, ch, charges, outer, &guardError{ErrLimiter, err})
@@ -312,6 +319,9 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 		Decision: e.d,
 		Queued:   queued,
 		DryRun:   g.dryRun,
+	}
+	if ch.lends(&e.d) { // the handlers may keep the Denial past the request
+		dn.Decision.States = slices.Clone(e.d.States)
 	}
 	retry := e.d.RetryAfter
 	e.pin = indexOf(&e.d) + 1

@@ -7,12 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/memstore"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -451,5 +454,43 @@ func TestLegacyResetOnTheGuardsClock(t *testing.T) {
 	want := fmt.Sprint(guardtest.Epoch.Unix() + 60) // the fixed window ends a minute after the epoch
 	if got := do(h, httptest.NewRequest("GET", "/", nil)).Header().Get(guard.HeaderXRateLimitReset); got != want {
 		t.Errorf("X-RateLimit-Reset = %q, want %s", got, want)
+	}
+}
+
+// The Denial the hooks receive keeps its Decision's States after the
+// request: a request's States live in memory its chain lends to the
+// requests after it (core.Limiter.AllowNInto), and a Denial takes a copy.
+func TestADenialKeepsItsStatesAfterTheRequest(t *testing.T) {
+	clock := guardtest.NewClock(guardtest.Epoch)
+	store := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
+	t.Cleanup(func() { store.Close() })
+	lim, err := core.New(store, fixed(2, "minute"), core.PerHour(100).Named("hour"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept *guard.Denial
+	h := nethttp.New(lim, nethttp.WithOnDenied(func(_ *http.Request, d *guard.Denial) { kept = d }))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	from := func(addr string) *http.Request {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = addr
+		return r
+	}
+	for range 3 {
+		do(h, from("192.0.2.1:1234"))
+	}
+	if kept == nil || len(kept.Decision.States) != 2 {
+		t.Fatalf("the third request's Denial: %+v, want one with the States of 2 limits", kept)
+	}
+	want := slices.Clone(kept.Decision.States)
+	for i := range 20 { // other clients, allowed: the chain states' memory is used again
+		if rec := do(h, from(fmt.Sprintf("192.0.2.%d:1234", 2+i))); rec.Code != http.StatusOK {
+			t.Fatalf("client %d: %d, want 200", 2+i, rec.Code)
+		}
+	}
+	if !reflect.DeepEqual(kept.Decision.States, want) {
+		t.Errorf("a kept Denial's States changed after the request:\n%+v\nwant\n%+v", kept.Decision.States, want)
+	}
+	if s := kept.Decision.States[0]; s.Allowed || s.Remaining != 0 {
+		t.Errorf("the minute's state in the Denial: %+v, want denied with 0 remaining", s)
 	}
 }

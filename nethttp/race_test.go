@@ -1,0 +1,5 @@
+//go:build race
+
+package nethttp_test
+
+const raceEnabled = true
