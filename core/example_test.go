@@ -85,6 +85,35 @@ func Example_multiLimit() {
 	// 6s: denied by 5-per-1m, retry after 1m6s, remaining [2-per-1s=2 5-per-1m=0]
 }
 
+// A loop that decides over and over and keeps no Decision past the next
+// can bring the memory of its States: on several limits, AllowNInto then
+// allocates nothing, where Allow allocates the States each time.
+func ExampleLimiter_AllowNInto() {
+	start := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	clock := core.ClockFunc(func() time.Time { return start })
+	store := memstore.New(memstore.WithClock(clock)) // a fixed clock, for the example
+	defer store.Close()
+	lim, err := core.New(store, core.PerSecond(2), core.PerMinute(5))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	var d core.Decision
+	buf := make([]core.LimitState, 0, 4) // room for up to 4 limits
+	for range 3 {
+		d.States = buf[:0]
+		if err := lim.AllowNInto(ctx, "alice", 1, &d); err != nil {
+			panic(err)
+		}
+		fmt.Printf("allowed %t: %s=%d %s=%d\n", d.Allowed,
+			d.States[0].Limit.Name, d.States[0].Remaining, d.States[1].Limit.Name, d.States[1].Remaining)
+	}
+	// Output:
+	// allowed true: 2-per-1s=1 5-per-1m=4
+	// allowed true: 2-per-1s=0 5-per-1m=3
+	// allowed false: 2-per-1s=0 5-per-1m=3
+}
+
 // A cost known only after the request ran (tokens generated, bytes sent)
 // is settled afterwards: admit at an estimate, then Charge the overage or
 // Refund what was not used. A charge may push usage over the quota, and
