@@ -82,6 +82,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { serve(b, router(), reqs) })
 	b.Run("limiter-alone", func(b *testing.B) { guardtest.BenchDecision(b, benchLimiter(b), "10.0.0.0") })
 	b.Run("tollgate", func(b *testing.B) { serve(b, router(echolimit.New(benchLimiter(b))), reqs) })
+	b.Run("tollgate-three-limits", func(b *testing.B) { serve(b, router(echolimit.New(guardtest.BenchThreeLimits(b))), reqs) })
 	b.Run("tollgate-no-headers", func(b *testing.B) {
 		serve(b, router(echolimit.New(benchLimiter(b), echolimit.WithHeaders(guard.HeadersNone))), reqs)
 	})

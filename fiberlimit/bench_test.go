@@ -71,6 +71,7 @@ func variants(b *testing.B) []struct {
 	}{
 		{"bare", func() fasthttp.RequestHandler { return newApp() }},
 		{"fiberlimit", func() fasthttp.RequestHandler { return newApp(fiberlimit.New(benchLimiter(b))) }},
+		{"fiberlimit-three-limits", func() fasthttp.RequestHandler { return newApp(fiberlimit.New(guardtest.BenchThreeLimits(b))) }},
 		{"fiberlimit-no-headers", func() fasthttp.RequestHandler {
 			return newApp(fiberlimit.New(benchLimiter(b), fiberlimit.WithHeaders(guard.HeadersNone)))
 		}},

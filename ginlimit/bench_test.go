@@ -49,6 +49,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { serve(b, router(), reqs) })
 	b.Run("limiter-alone", func(b *testing.B) { guardtest.BenchDecision(b, benchLimiter(b), "10.0.0.0") })
 	b.Run("limited", func(b *testing.B) { serve(b, router(ginlimit.New(benchLimiter(b))), reqs) })
+	b.Run("limited-three-limits", func(b *testing.B) { serve(b, router(ginlimit.New(guardtest.BenchThreeLimits(b))), reqs) })
 	b.Run("limited-no-headers", func(b *testing.B) {
 		serve(b, router(ginlimit.New(benchLimiter(b), ginlimit.WithHeaders(guard.HeadersNone))), reqs)
 	})

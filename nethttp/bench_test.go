@@ -48,7 +48,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	b.Run("limited-no-headers", func(b *testing.B) {
 		serve(b, nethttp.New(benchLimiter(b), nethttp.WithHeaders(guard.HeadersNone))(sink), reqs)
 	})
-	b.Run("limited-three-limits", func(b *testing.B) { serve(b, nethttp.New(threeLimits(b))(sink), reqs) })
+	b.Run("limited-three-limits", func(b *testing.B) { serve(b, nethttp.New(guardtest.BenchThreeLimits(b))(sink), reqs) })
 }
 
 // BenchmarkMiddlewareParallel is BenchmarkMiddleware under b.RunParallel,
@@ -115,20 +115,6 @@ func TestAllocationsPerRequest(t *testing.T) {
 	}
 }
 
-// threeLimits returns a Limiter of the README's three limits (10 a second,
-// 120 a minute, 240 an hour), scaled up so that the benchmarks' clients
-// stay within them.
-func threeLimits(tb testing.TB) *core.Limiter {
-	tb.Helper()
-	store := memstore.New()
-	tb.Cleanup(func() { store.Close() })
-	lim, err := core.New(store, core.PerSecond(1<<30).Named("second"), core.PerMinute(12<<30).Named("minute"), core.PerHour(24<<30).Named("hour"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return lim
-}
-
 // A request under three limits allocates no more than one under a single
 // limit: the Decision's States go in memory the request's chain state
 // keeps (core.Limiter.AllowNInto), and the engine's parts in a pool.
@@ -136,7 +122,7 @@ func TestAllocationsPerRequestOnThreeLimits(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items at random under the race detector")
 	}
-	h := nethttp.New(threeLimits(t))(sink)
+	h := nethttp.New(guardtest.BenchThreeLimits(t))(sink)
 	r := requests(1)[0]
 	w := &discard{H: make(http.Header, 4)}
 	got := testing.AllocsPerRun(1000, func() {

@@ -72,6 +72,22 @@ func BenchLimiter(b testing.TB) *core.Limiter {
 	return lim
 }
 
+// BenchThreeLimits returns a Limiter of the README's three limits, 10 a
+// second, 120 a minute and 240 an hour, each scaled by 2^30 so that a
+// benchmark's requests all pass ("second", "minute" and "hour"), on a fresh
+// memstore closed with b: the decision on several limits at once that the
+// adapters' benchmarks measure beside BenchLimiter's one.
+func BenchThreeLimits(b testing.TB) *core.Limiter {
+	b.Helper()
+	st := memstore.New()
+	b.Cleanup(func() { st.Close() })
+	lim, err := core.New(st, core.PerSecond(10<<30).Named("second"), core.PerMinute(120<<30).Named("minute"), core.PerHour(240<<30).Named("hour"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
 // Discard is an http.ResponseWriter that keeps nothing but its headers, so
 // that benchmarks measure the router and middleware, not
 // httptest.ResponseRecorder. Clear H between requests.
