@@ -419,6 +419,29 @@ func TestLimitsFuncDuplicateNames(t *testing.T) {
 	}
 }
 
+// manualLimiter returns a Limiter of opts over a fresh memstore whose time
+// is a manual clock at t0: the store's, so that the Limiter goes straight
+// to it (core.Direct), or, when clocked, the Limiter's own (the general
+// path, as with an observer or a deny cache).
+func manualLimiter(t *testing.T, clocked bool, opts ...core.Option) (*core.Limiter, *manualClock) {
+	t.Helper()
+	clock := newManualClock(t0)
+	opts = slices.Clone(opts)
+	sopts := []memstore.Option{memstore.WithSweepInterval(0)}
+	if clocked {
+		opts = append(opts, core.WithClock(clock))
+	} else {
+		sopts = append(sopts, memstore.WithClock(clock))
+	}
+	store := memstore.New(sopts...)
+	t.Cleanup(func() { store.Close() })
+	lim, err := core.New(store, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim, clock
+}
+
 // A decision on several limits allocates once, for its States, and the
 // States of each Decision are its own: a later decision changes nothing in
 // an earlier one's, and an append to them writes to memory of their own.
@@ -432,20 +455,7 @@ func TestSeveralLimitsDecideInOneAllocation(t *testing.T) {
 	for n := 2; n <= len(all); n++ {
 		for _, clocked := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d limits, clock %v", n, clocked), func(t *testing.T) {
-				clock := newManualClock(t0)
-				opts := slices.Clone(all[:n])
-				sopts := []memstore.Option{memstore.WithSweepInterval(0)}
-				if clocked {
-					opts = append(opts, core.WithClock(clock))
-				} else {
-					sopts = append(sopts, memstore.WithClock(clock))
-				}
-				store := memstore.New(sopts...)
-				t.Cleanup(func() { store.Close() })
-				lim, err := core.New(store, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
+				lim, _ := manualLimiter(t, clocked, all[:n]...)
 				if core.Direct(lim) == clocked {
 					t.Fatalf("Direct = %v with clock %v", core.Direct(lim), clocked)
 				}
@@ -510,25 +520,8 @@ func TestAllowNIntoDecidesAsAllowN(t *testing.T) {
 				for i := range n {
 					limits = append(limits, core.Per(int64(3+i), time.Duration(i+1)*time.Second).WithAlgorithm(algs[i%len(algs)]).Named(fmt.Sprint("l", i)))
 				}
-				mk := func() (*core.Limiter, *manualClock) {
-					clock := newManualClock(t0)
-					opts := slices.Clone(limits)
-					sopts := []memstore.Option{memstore.WithSweepInterval(0)}
-					if clocked {
-						opts = append(opts, core.WithClock(clock))
-					} else {
-						sopts = append(sopts, memstore.WithClock(clock))
-					}
-					store := memstore.New(sopts...)
-					t.Cleanup(func() { store.Close() })
-					lim, err := core.New(store, opts...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return lim, clock
-				}
-				into, c1 := mk()
-				plain, c2 := mk()
+				into, c1 := manualLimiter(t, clocked, limits...)
+				plain, c2 := manualLimiter(t, clocked, limits...)
 				mem := make([]core.LimitState, 0, 9)
 				var d core.Decision
 				for step := range 12 {
