@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/internal/ratelog"
+	"github.com/tollgate/tollgate/internal/storeflags"
 )
 
 // A Limiter applies a set of limits, kept in a Store, to keys. It is safe
@@ -56,6 +57,11 @@ type Limiter struct {
 	// taker is the store when l.direct, l has one limit and the store
 	// has a Take (see Store); nil otherwise.
 	taker taker
+	// lends is set when the store is InProcess and a
+	// storeflags.OnceApplier: an op of several limits then brings the
+	// memory of their parts (engine.Op.Parts), which no other store is
+	// trusted with.
+	lends bool
 }
 
 // taker is the optional method of a Store described in Store's doc.
@@ -135,7 +141,8 @@ func New(store Store, opts ...Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: New: nil store", ErrInvalidOption)
 	}
 	_, inProcess := store.(InProcess)
-	l := &Limiter{store: store, inProcess: inProcess, timeout: DefaultTimeout, log: ratelog.New(nil)}
+	_, once := store.(storeflags.OnceApplier)
+	l := &Limiter{store: store, inProcess: inProcess, lends: inProcess && once, timeout: DefaultTimeout, log: ratelog.New(nil)}
 	for _, o := range opts {
 		if o == nil {
 			continue // a nil Option adds nothing: New(store, lim, maybe) with maybe unset
@@ -293,7 +300,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decisio
 // worker's loop): on a plan of several limits, each limit's state goes
 // into the memory of d.States when it has room for them all (its
 // capacity), where AllowN allocates it. The next call with the same memory
-// overwrites what this one wrote there: copy the States to keep them.
+// overwrites what this one wrote there: copy the States to keep them. The
+// Decision's Receipt refers to them too: refund with it (RefundTo) before
+// that next call, or decide with AllowN when units may come back later.
 //
 // With that room, a Limiter that goes straight to an in-process store (no
 // clock, observer, deny cache or limits function: see WithClock and the
@@ -324,22 +333,23 @@ var partsPool = sync.Pool{New: func() any { return new([maxLentParts]engine.Limi
 // take is AllowN when l.direct: what op and apply do in that case, without
 // the steps that do nothing there. It writes the Decision to d, which is
 // zero: a Decision is large, and every call level that returns one copies
-// it several times. d.States is nil, or memory for the States with room
-// for every limit (AllowNInto).
+// it several times. d.States is nil, or the caller's memory for the
+// States (AllowNInto), used when it has room for every limit.
 func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision) (err error) {
 	if l.taker != nil {
 		return l.takeBrief(ctx, key, cost, d)
 	}
 	op := engine.Op{Plan: l.plan, Key: key, Cost: cost}
 	var parts *[maxLentParts]engine.LimitResult
-	if n := len(l.limits); n > 1 { // l.direct: the store is InProcess, and applies op once
+	if n := len(l.limits); n > 1 {
 		switch {
-		case cap(d.States) < n: // AllowN's
+		case cap(d.States) < n && l.lends: // AllowN's, with the parts beside them
 			d.States, op.Parts = multiState(n)
-		case n <= maxLentParts: // the caller's States (AllowNInto), the parts pooled
+		case cap(d.States) < n: // AllowN's, the parts the store's
+		case n <= maxLentParts && l.lends: // the caller's States (AllowNInto), the parts pooled
 			parts = partsPool.Get().(*[maxLentParts]engine.LimitResult)
 			op.Parts = parts[:n]
-		} // else the caller's States, the parts Step's
+		} // else the caller's States, the parts the store's
 	}
 	res, err := l.store.Apply(ctx, op)
 	if err != nil {
@@ -481,7 +491,7 @@ func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit, o *Ob
 		start = time.Now()
 	}
 	var d Decision
-	if len(limits) > 1 { // the store is InProcess, and applies op once
+	if len(limits) > 1 && l.lends {
 		d.States, op.Parts = multiState(len(limits))
 	}
 	res, err := l.store.Apply(ctx, op)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
 	"github.com/tollgate/tollgate/core/memstore"
 )
 
@@ -556,4 +557,50 @@ func TestAllowNIntoDecidesAsAllowN(t *testing.T) {
 			})
 		}
 	}
+}
+
+// tee is an InProcess store of a user's: it applies every op to a primary
+// store and to a shadow, and returns the primary's Result. Core lends it
+// no memory (engine.Op.Parts), which the shadow's apply would overwrite.
+type tee struct{ primary, shadow *memstore.Store }
+
+func (s tee) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
+	res, err := s.primary.Apply(ctx, op)
+	s.shadow.Apply(ctx, op)
+	return res, err
+}
+func (tee) InProcess()   {}
+func (tee) Close() error { return nil }
+
+// A store of a user's that is InProcess gets no memory lent for each
+// limit's part of the Result: a wrapper that applies an op twice returns
+// the Result it means, States and all, through Allow, AllowNInto and Peek.
+func TestAnInProcessStoreOfAUsersGetsNoParts(t *testing.T) {
+	ctx := context.Background()
+	clock := newManualClock(t0)
+	s := tee{memstore.New(memstore.WithSweepInterval(0), memstore.WithClock(clock)), memstore.New(memstore.WithSweepInterval(0), memstore.WithClock(clock))}
+	t.Cleanup(func() { s.primary.Close(); s.shadow.Close() })
+	limits := []core.Option{core.PerMinute(10), core.PerHour(100)}
+	shadowed, err := core.New(s.shadow, limits...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadowed.AllowN(ctx, "k", 5) // the shadow's numbers differ from the primary's
+	lim, err := core.New(s, limits...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(call string, d core.Decision, err error, remaining int64) {
+		t.Helper()
+		if err != nil || len(d.States) != 2 || d.States[0].Remaining != remaining || d.Remaining != remaining {
+			t.Errorf("%s: %+v, %v; want the primary's %d remaining, in Remaining and in States[0]", call, d, err, remaining)
+		}
+	}
+	d, err := lim.Allow(ctx, "k")
+	check("Allow", d, err, 9)
+	d.States = make([]core.LimitState, 0, 4)
+	err = lim.AllowNInto(ctx, "k", 1, &d)
+	check("AllowNInto", d, err, 8)
+	d, err = lim.Peek(ctx, "k")
+	check("Peek", d, err, 8)
 }

@@ -18,9 +18,7 @@ const DefaultTimeout = 100 * time.Millisecond
 // InProcess is implemented by stores that keep their state in the process
 // and never block on I/O, such as memstore. A Limiter calls them directly:
 // no timeout (context.WithTimeout allocates, and they would never reach
-// it) and no circuit breaker. It also hands them, for a plan of several
-// limits, the memory of each limit's part of the Result (engine.Op.Parts):
-// such a store applies each op once, before Apply returns.
+// it) and no circuit breaker.
 type InProcess interface {
 	InProcess()
 }

@@ -68,9 +68,10 @@ type Op struct {
 	// several limits: Step writes each limit's part there when it has a
 	// place for every limit, and the Result refers to it; else Step
 	// allocates. A caller that allocates anyway (core, for the Decision's
-	// States) so brings both in one allocation. Step writes it during the
-	// call alone: give it only to a store that applies the op before it
-	// returns, and once.
+	// States) so brings both in one allocation, or reuses the memory once
+	// the call returns. Step writes it during the call alone: core gives
+	// it only to a store of this repository that applies each op once,
+	// before Apply returns, and keeps no Result (memstore).
 	Parts []LimitResult
 }
 
@@ -183,8 +184,8 @@ type LimitResult struct {
 //
 // Step reads neither op.Now nor, beyond checking it is not empty, op.Key.
 // On error it changes nothing. It is a pure function of its arguments and
-// the states, and allocates only Result.Limits, for several limits, and
-// only when op.Parts has no room for them.
+// the states, and allocates only, for several limits, Result.Limits when
+// op.Parts has no room for them, and beyond four limits its own scratch.
 func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error) {
 	if err := op.Validate(); err != nil {
 		return 0, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/internal/storeflags"
 )
 
 // Defaults of the options.
@@ -38,6 +39,7 @@ const evictSample = 8
 // Store is an in-memory core.Store. It is safe for concurrent use. Create it
 // with New and stop its sweeper with Close.
 type Store struct {
+	once      // core may lend it each limit's part of a Result (storeflags)
 	shards    []shard
 	mask      uint64
 	seed      maphash.Seed
@@ -62,6 +64,11 @@ type Store struct {
 	reportMu sync.Mutex
 	reported [2]int64 // evictions and lossy evictions at the last report
 }
+
+// once is storeflags.Once, embedded in Store under a name of this
+// package's: it applies each op once, before Apply returns, and keeps no
+// Result.
+type once = storeflags.Once
 
 // shard maps a key to its entries, one per scope (engine.Plan.Scope),
 // chained: a key usually has one scope. heap holds every entry, chained
