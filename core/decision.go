@@ -140,8 +140,9 @@ func decision(limits []Limit, cost int64, res *engine.Result) Decision {
 }
 
 // decide writes to d, which is zero but for States, the Decision that
-// decision returns. A States with room for every limit (from multiState)
-// is used for them; with one limit, or a Result without each limit's part,
+// decision returns. A States with room for every limit (multiState's, or
+// the caller's through AllowNInto) is used for them, else decide
+// allocates them; with one limit, or a Result without each limit's part,
 // States is nil.
 func decide(d *Decision, limits []Limit, cost int64, res *engine.Result) {
 	d.Allowed = res.Allowed

@@ -125,9 +125,9 @@ func keyIn(b []byte, key string) string {
 
 // states returns the states of e's plan, in the order of its limits: the
 // first of e.all(). e.mu is held; a lookup without the shard's lock may
-// read e.aux here, which for an entry not solo was set with e.mu held and
-// is never replaced (setNext, under the shard's lock alone, only ever sets
-// a nil one, of a solo entry).
+// read e.aux here: an entry that is not solo got it from hold, with e.mu
+// held, and it is never replaced (setNext makes one only for an entry not
+// yet in the table).
 func (e *entry) states() []engine.State {
 	if e.solo {
 		return e.one[:]
