@@ -494,3 +494,34 @@ func TestADenialKeepsItsStatesAfterTheRequest(t *testing.T) {
 		t.Errorf("the minute's state in the Denial: %+v, want denied with 0 remaining", s)
 	}
 }
+
+// A request's chain lends its memory to one decision's States: with two
+// rules of several limits each, and with two middlewares stacked on one
+// chain, the second decision's States go elsewhere, and the headers list
+// every policy of both, by its own name.
+func TestTwoDecisionsOfSeveralLimitsKeepTheirOwnStates(t *testing.T) {
+	clock := guardtest.NewClock(guardtest.Epoch)
+	store := memstore.New(memstore.WithClock(clock), memstore.WithSweepInterval(0))
+	t.Cleanup(func() { store.Close() })
+	newLim := func(name string) *core.Limiter {
+		lim, err := core.New(store, core.PerMinute(100).Named(name+"-min"), core.PerHour(1000).Named(name+"-hour"), core.WithName(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lim
+	}
+	a, b := newLim("a"), newLim("b")
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	const want = `"a-min";q=100;w=60, "a-hour";q=1000;w=3600, "b-min";q=100;w=60, "b-hour";q=1000;w=3600`
+	for name, h := range map[string]http.Handler{
+		"two rules": nethttp.New(a, nethttp.WithRule(b, keyfuncs.Static("all")))(ok),
+		"stacked":   nethttp.New(a)(nethttp.New(b)(ok)),
+	} {
+		for i := range 3 {
+			rec := do(h, httptest.NewRequest("GET", "/", nil))
+			if got := rec.Header().Get(guard.HeaderRateLimitPolicy); rec.Code != http.StatusOK || got != want {
+				t.Errorf("%s, request %d: %d, RateLimit-Policy %s; want 200, %s", name, i, rec.Code, got, want)
+			}
+		}
+	}
+}
