@@ -33,6 +33,60 @@ func fast1(op *Op, l *Limit, now int64, st *State, res *Result) (keep int64, ok 
 	return 0, false
 }
 
+// fastMulti is Step's fast path for a Take or a Peek on several limits,
+// each of an algorithm fast1 takes, with the Result, keep and states of
+// Step's general path. A Take goes to each limit as fast1's Take
+// on a copy of its state: when every limit admits, the copies are the new
+// states. Otherwise nothing is charged: a limit that denied reports its
+// part as its Take left it (brought to now, the cost not taken), and one
+// that would have admitted reports fast1's Peek of the cost on its own
+// state, as the general path's first step leaves it. A Peek is fast1's Peek
+// on each limit. ok is false, and nothing has changed, when some limit has
+// no fast path or there are more than four.
+func fastMulti(op *Op, limits []Limit, now int64, states []State, ls []LimitResult, res *Result) (keep int64, ok bool) {
+	var copies [4]State
+	var keeps [4]int64
+	if op.Kind > Peek || len(limits) > len(copies) {
+		return 0, false
+	}
+	for i := range limits {
+		switch limits[i].Algorithm {
+		case GCRA, TokenBucket, SlidingWindow, FixedWindow:
+		default:
+			return 0, false
+		}
+	}
+	allowed := true
+	var r Result
+	for i := range limits {
+		st := &states[i]
+		if op.Kind == Take {
+			copies[i] = *st
+			st = &copies[i]
+		}
+		keeps[i], _ = fast1(op, &limits[i], now, st, &r)
+		ls[i] = LimitResult{Allowed: r.Allowed, Remaining: r.Remaining, Reset: r.Reset, Retry: r.Retry, Delay: r.Delay, Window: r.Window}
+		allowed = allowed && r.Allowed
+	}
+	if op.Kind == Take {
+		peek := Op{Plan: op.Plan, Key: op.Key, Kind: Peek, Cost: op.Cost}
+		for i := range limits {
+			if allowed || !ls[i].Allowed { // charged, or denied and so unchanged but for the roll
+				states[i] = copies[i]
+				continue
+			}
+			keeps[i], _ = fast1(&peek, &limits[i], now, &states[i], &r)
+			ls[i] = LimitResult{Allowed: r.Allowed, Remaining: r.Remaining, Reset: r.Reset, Retry: r.Retry, Delay: r.Delay, Window: r.Window}
+		}
+	}
+	for i := range limits {
+		keep = max(keep, keeps[i])
+	}
+	Combine(ls, res)
+	res.At = now
+	return keep, true
+}
+
 // gcraStart brings st, a GCRA state (A + B/Q, the TAT), to now for l: a
 // state of another layout starts fresh, B stays below Q, and a TAT in the
 // past is now. fastGCRA and fastWide begin with it.

@@ -83,3 +83,108 @@ func clone(st State) State {
 	st.Log = append([]Mark(nil), st.Log...)
 	return st
 }
+
+// The fast path of several limits (fastMulti) gives the Result, keep and
+// states of the general one (Step without it): random plans of two to four limits
+// of the fast path's algorithms, wide and not, with random traces of Takes
+// and Peeks that one limit or another denies (Charges and Refunds, on the
+// general path, make debts), clocks that jump and step back, and states of
+// other layouts. A plan with a limit of another algorithm is refused,
+// unchanged.
+func TestFastPathEqualsGeneralPathOnSeveralLimits(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	algs := []Algorithm{GCRA, TokenBucket, SlidingWindow, FixedWindow}
+	periods := []time.Duration{time.Microsecond, time.Millisecond, time.Second, 90 * time.Second, time.Hour, 370 * 24 * time.Hour}
+	quotas := []int64{1, 2, 3, 7, 100, 1 << 20, 999_999_937, 1 << 40}
+	checked, denied, refused := 0, 0, 0
+	for trace := range 1500 {
+		n := 2 + r.IntN(3)
+		var limits []Limit
+		for len(limits) < n {
+			spec := Spec{Algorithm: algs[r.IntN(len(algs))], Quota: quotas[r.IntN(len(quotas))], Period: periods[r.IntN(len(periods))]}
+			if trace%25 == 0 && len(limits) == 1 {
+				spec.Algorithm = []Algorithm{LeakyBucket, SlidingLog}[r.IntN(2)] // no fast path
+			}
+			if r.IntN(3) == 0 {
+				spec.Burst = 1 + r.Int64N(3*spec.Quota)
+			}
+			if l, err := Compile(spec); err == nil {
+				limits = append(limits, l)
+			}
+		}
+		plan, err := NewPlan("", limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states := make([]State, n)
+		for i := range states {
+			if r.IntN(4) == 0 && !limits[i].Algorithm.Logs() { // a state of another layout, or of a lowered quota
+				states[i] = State{Ident: limits[i].Ident ^ uint64(r.IntN(2)), A: r.Int64N(1 << 40), B: r.Int64N(1 << 30), C: r.Int64N(1 << 20)}
+			}
+		}
+		now := int64(1_700_000_000_000_000) + r.Int64N(1<<30)
+		shortest := limits[0].Period
+		for _, l := range limits {
+			shortest = min(shortest, l.Period)
+		}
+		for step := range 40 {
+			switch x := r.IntN(10); {
+			case x < 4:
+			case x < 8:
+				now += r.Int64N(shortest + 1)
+			case x < 9:
+				now -= r.Int64N(shortest + 1) // a clock that stepped back
+			default:
+				now += r.Int64N(100 * shortest)
+			}
+			op := Op{Plan: plan, Key: "k", Kind: []Kind{Take, Take, Take, Peek, Charge, Refund}[r.IntN(6)]}
+			l := limits[r.IntN(n)]
+			op.Cost = []int64{0, 1, 1, 2, l.Capacity, l.Capacity + 1, max(l.Capacity/2, 1)}[r.IntN(7)]
+			if op.Kind == Charge || op.Kind == Refund {
+				op.Cost = []int64{1, l.Capacity, 10 * l.Capacity}[r.IntN(3)]
+			}
+			slowSt, fastSt, before := cloneAll(states), cloneAll(states), cloneAll(states)
+			slowLs, fastLs := make([]LimitResult, n), make([]LimitResult, n)
+			var slowRes, fastRes Result
+			fastPath = false
+			slowOp := op
+			slowOp.Parts = slowLs
+			slowKeep, err := Step(&slowOp, now, slowSt, &slowRes)
+			fastPath = true
+			if err != nil {
+				t.Fatal(err)
+			}
+			fastKeep, ok := fastMulti(&op, limits, now, fastSt, fastLs, &fastRes)
+			if !ok {
+				if !reflect.DeepEqual(fastSt, before) {
+					t.Fatalf("trace %d step %d: a refused %s changed the states", trace, step, op.Kind)
+				}
+				if op.Kind <= Peek {
+					refused++
+				}
+				states = slowSt
+				continue
+			}
+			checked++
+			if !slowRes.Allowed {
+				denied++
+			}
+			if fastKeep != slowKeep || !reflect.DeepEqual(fastRes, slowRes) || !reflect.DeepEqual(fastSt, slowSt) {
+				t.Fatalf("trace %d step %d: %s(%d) of %+v at %d on %+v:\n fast %+v keep %d states %+v\n slow %+v keep %d states %+v",
+					trace, step, op.Kind, op.Cost, limits, now, states, fastRes, fastKeep, fastSt, slowRes, slowKeep, slowSt)
+			}
+			states = slowSt
+		}
+	}
+	if checked < 20_000 || denied < 2_000 || refused == 0 {
+		t.Errorf("%d operations took the fast path, %d of them denied, %d refused: the traces miss a case", checked, denied, refused)
+	}
+}
+
+func cloneAll(states []State) []State {
+	c := make([]State, len(states))
+	for i := range states {
+		c[i] = clone(states[i])
+	}
+	return c
+}

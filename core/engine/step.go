@@ -199,19 +199,24 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 		res.At = now
 		return keep, nil
 	}
-	var sbuf [4]shape
-	shapes := sbuf[:0]
-	if n := len(limits); n <= len(sbuf) {
-		shapes = sbuf[:n]
-	} else {
-		shapes = make([]shape, n)
-	}
 	var ls []LimitResult
 	if len(op.Parts) >= len(limits) {
 		ls = op.Parts[:len(limits):len(limits)]
 		clear(ls)
 	} else {
 		ls = make([]LimitResult, len(limits))
+	}
+	if fastPath {
+		if keep, ok := fastMulti(op, limits, now, states, ls, res); ok {
+			return keep, nil
+		}
+	}
+	var sbuf [4]shape
+	shapes := sbuf[:0]
+	if n := len(limits); n <= len(sbuf) {
+		shapes = sbuf[:n]
+	} else {
+		shapes = make([]shape, n)
 	}
 	allowed := true
 	var lease int64 // the lease a Take acquires on the Concurrency limits
