@@ -2,12 +2,13 @@ package engine
 
 import "math/bits"
 
-// The fast path: a Take or a Peek of one limit, of the algorithms most
-// limits use. It computes the same Result
-// and leaves the same state as the general path (first, second, report,
-// window), which a randomized test in fast_internal_test.go holds it to,
-// but computes each limit's usage once, with the algorithm known, instead
-// of once per step through a switch. Step takes it when it applies.
+// The fast path: a Take or a Peek of one limit (fast1), or of up to four
+// (fastMulti), of the algorithms most limits use: GCRA, TokenBucket,
+// SlidingWindow and FixedWindow. It computes the same Result and leaves
+// the same states as the general path (first, second, report, window),
+// which randomized tests in fast_internal_test.go hold it to, but computes
+// each limit's usage once, with the algorithm known, instead of once per
+// step through a switch. Step takes it when it applies.
 
 // fast1 applies op (a Take or a Peek) to the one limit l at now, writes the
 // Result to res and returns keep, or reports false and changes nothing when
@@ -41,8 +42,9 @@ func fast1(op *Op, l *Limit, now int64, st *State, res *Result) (keep int64, ok 
 // part as its Take left it (brought to now, the cost not taken), and one
 // that would have admitted reports fast1's Peek of the cost on its own
 // state, as the general path's first step leaves it. A Peek is fast1's Peek
-// on each limit. ok is false, and nothing has changed, when some limit has
-// no fast path or there are more than four.
+// on each limit. ok is false, and nothing has changed, for an op other
+// than a Take or a Peek, when some limit has no fast path (a log, or
+// LeakyBucket), or when there are more than four.
 func fastMulti(op *Op, limits []Limit, now int64, states []State, ls []LimitResult, res *Result) (keep int64, ok bool) {
 	var copies [4]State
 	var keeps [4]int64
