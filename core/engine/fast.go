@@ -67,7 +67,7 @@ func fastMulti(op *Op, limits []Limit, now int64, states []State, ls []LimitResu
 			st = &copies[i]
 		}
 		keeps[i], _ = fast1(op, &limits[i], now, st, &r)
-		ls[i] = LimitResult{Allowed: r.Allowed, Remaining: r.Remaining, Reset: r.Reset, Retry: r.Retry, Delay: r.Delay, Window: r.Window}
+		ls[i] = r.Part(0)
 		allowed = allowed && r.Allowed
 	}
 	if op.Kind == Take {
@@ -78,7 +78,7 @@ func fastMulti(op *Op, limits []Limit, now int64, states []State, ls []LimitResu
 				continue
 			}
 			keeps[i], _ = fast1(&peek, &limits[i], now, &states[i], &r)
-			ls[i] = LimitResult{Allowed: r.Allowed, Remaining: r.Remaining, Reset: r.Reset, Retry: r.Retry, Delay: r.Delay, Window: r.Window}
+			ls[i] = r.Part(0)
 		}
 	}
 	for i := range limits {

@@ -154,6 +154,16 @@ type Brief struct {
 	At        int64
 }
 
+// Part returns limit i's part of res: res.Limits[i] for a plan of several
+// limits, res's own fields for a plan of one (i is then 0).
+func (res *Result) Part(i int) LimitResult {
+	if len(res.Limits) > 0 {
+		return res.Limits[i]
+	}
+	return LimitResult{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset,
+		Retry: res.Retry, Delay: res.Delay, Window: res.Window}
+}
+
 // BriefOf returns the Brief of res.
 func BriefOf(res *Result) Brief {
 	b := Brief{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset, Wait: res.Retry,

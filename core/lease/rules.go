@@ -32,15 +32,6 @@ func capacity(plan *engine.Plan) int64 {
 	return c
 }
 
-// part returns limit i's part of res.
-func part(res *engine.Result, i int) engine.LimitResult {
-	if len(res.Limits) > 0 {
-		return res.Limits[i]
-	}
-	return engine.LimitResult{Allowed: res.Allowed, Remaining: res.Remaining, Reset: res.Reset,
-		Retry: res.Retry, Delay: res.Delay, Window: res.Window}
-}
-
 // span returns how long (µs from the instant of the operation, in the
 // shared store's clock) the held units of an allowed Take whose Result is
 // res may be spent, the least over the plan's limits (see the package
@@ -51,7 +42,7 @@ func span(plan *engine.Plan, res *engine.Result, held int64) (sp int64, window b
 	window = true
 	for i := range plan.Limits {
 		l := &plan.Limits[i]
-		r := part(res, i)
+		r := res.Part(i)
 		var s int64
 		switch l.Algorithm {
 		case engine.FixedWindow:
