@@ -140,10 +140,9 @@ func decision(limits []Limit, cost int64, res *engine.Result) Decision {
 }
 
 // decide writes to d, which is zero but for States, the Decision that
-// decision returns. A States with room for every limit (multiState's, or
-// the caller's through AllowNInto) is used for them, else decide
-// allocates them; with one limit, or a Result without each limit's part,
-// States is nil.
+// decision returns. A States with room for every limit (the caller's,
+// through AllowNInto) is used for them, else decide allocates them; with
+// one limit, or a Result without each limit's part, States is nil.
 func decide(d *Decision, limits []Limit, cost int64, res *engine.Result) {
 	d.Allowed = res.Allowed
 	d.Cost = cost
@@ -177,34 +176,6 @@ func decide(d *Decision, limits []Limit, cost int64, res *engine.Result) {
 	} else {
 		d.States = nil
 	}
-}
-
-// multiState returns, for a Decision on n limits, the memory of its States
-// and of the store's parts (engine.Op.Parts) in one allocation, where
-// apart they would take two: a plan of several limits allocates for its
-// States anyway. Beyond four limits, it returns nil for both.
-func multiState(n int) ([]LimitState, []engine.LimitResult) {
-	switch n {
-	case 2:
-		m := new(struct {
-			s [2]LimitState
-			p [2]engine.LimitResult
-		})
-		return m.s[:0], m.p[:]
-	case 3:
-		m := new(struct {
-			s [3]LimitState
-			p [3]engine.LimitResult
-		})
-		return m.s[:0], m.p[:]
-	case 4:
-		m := new(struct {
-			s [4]LimitState
-			p [4]engine.LimitResult
-		})
-		return m.s[:0], m.p[:]
-	}
-	return nil, nil
 }
 
 // micros converts µs to a Duration; a negative value means Never, and so

@@ -59,8 +59,8 @@ type Limiter struct {
 	taker taker
 	// lends is set when the store is InProcess and a
 	// storeflags.OnceApplier: an op of several limits then brings the
-	// memory of their parts (engine.Op.Parts), which no other store is
-	// trusted with.
+	// memory of their parts (engine.Op.Parts, from partsPool), which no
+	// other store is trusted with.
 	lends bool
 }
 
@@ -321,14 +321,35 @@ func (l *Limiter) AllowNInto(ctx context.Context, key string, cost int64, d *Dec
 	return err
 }
 
-// maxLentParts is the most limits whose parts (engine.Op.Parts) a decision
-// into the caller's States takes from partsPool; beyond, it allocates.
+// maxLentParts is the most limits whose parts (engine.Op.Parts) an
+// operation takes from partsPool; beyond, the store allocates them.
 const maxLentParts = 8
 
-// partsPool holds the memory of each limit's part of a Result, for
-// decisions whose States are the caller's (AllowNInto): the parts are
-// needed only until the Decision is built.
+// partsPool holds the memory of each limit's part of a Result, lent to a
+// store that takes it (Limiter.lends): the parts are needed only until the
+// Decision is built, which copies them into its States.
 var partsPool = sync.Pool{New: func() any { return new([maxLentParts]engine.LimitResult) }}
+
+// lendParts returns memory for the parts of op's n limits from partsPool,
+// set as op.Parts, or nil when l's store is not trusted with it or n is 1
+// or too many. Give it back with returnParts once the Decision is built.
+func (l *Limiter) lendParts(op *engine.Op, n int) *[maxLentParts]engine.LimitResult {
+	if !l.lends || n < 2 || n > maxLentParts {
+		return nil
+	}
+	p := partsPool.Get().(*[maxLentParts]engine.LimitResult)
+	op.Parts = p[:n]
+	return p
+}
+
+// returnParts gives lendParts' memory back, and takes it from op, which
+// may go on to another store (the failure policy's).
+func returnParts(op *engine.Op, p *[maxLentParts]engine.LimitResult) {
+	if p != nil {
+		partsPool.Put(p)
+	}
+	op.Parts = nil
+}
 
 // take is AllowN when l.direct: what op and apply do in that case, without
 // the steps that do nothing there. It writes the Decision to d, which is
@@ -340,30 +361,15 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 		return l.takeBrief(ctx, key, cost, d)
 	}
 	op := engine.Op{Plan: l.plan, Key: key, Cost: cost}
-	var parts *[maxLentParts]engine.LimitResult
-	if n := len(l.limits); n > 1 {
-		switch {
-		case cap(d.States) < n && l.lends: // AllowN's, with the parts beside them
-			d.States, op.Parts = multiState(n)
-		case cap(d.States) < n: // AllowN's, the parts the store's
-		case n <= maxLentParts && l.lends: // the caller's States (AllowNInto), the parts pooled
-			parts = partsPool.Get().(*[maxLentParts]engine.LimitResult)
-			op.Parts = parts[:n]
-		} // else the caller's States, the parts the store's
-	}
+	parts := l.lendParts(&op, len(l.limits))
 	res, err := l.store.Apply(ctx, op)
 	if err != nil {
-		if parts != nil {
-			partsPool.Put(parts)
-		}
-		op.Parts = nil
+		returnParts(&op, parts)
 		*d, err = l.failed(ctx, op, l.limits, err, nil)
 		return err
 	}
 	decide(d, l.limits, cost, &res)
-	if parts != nil {
-		partsPool.Put(parts) // decide copied them
-	}
+	returnParts(&op, parts) // decide copied them
 	d.charged(engine.Take, res.At)
 	return nil
 }
@@ -490,19 +496,17 @@ func (l *Limiter) apply(ctx context.Context, op engine.Op, limits []Limit, o *Ob
 	if o != nil {
 		start = time.Now()
 	}
-	var d Decision
-	if len(limits) > 1 && l.lends {
-		d.States, op.Parts = multiState(len(limits))
-	}
+	parts := l.lendParts(&op, len(limits))
 	res, err := l.store.Apply(ctx, op)
 	if o != nil {
 		o.Latency = time.Since(start)
 	}
 	if err != nil {
-		op.Parts = nil
+		returnParts(&op, parts)
 		return l.failed(ctx, op, limits, err, o)
 	}
-	decide(&d, limits, op.Cost, &res)
+	d := decision(limits, op.Cost, &res)
+	returnParts(&op, parts)
 	d.charged(op.Kind, res.At)
 	return d, nil
 }

@@ -485,9 +485,9 @@ func TestSeveralLimitsDecideInOneAllocation(t *testing.T) {
 				if again, _ := lim.Peek(ctx, "k"); !reflect.DeepEqual(again.States, p.States) {
 					t.Fatalf("an append to a Decision's States wrote into another's")
 				}
-				want := 1.0 // the States, with the store's parts beside them
+				want := 1.0 // the States; the store's parts are pooled
 				if n > 4 {
-					want = 3 // the States, the parts, and the engine's scratch
+					want = 2 // the States, and the engine's scratch
 				}
 				if raceEnabled {
 					return // the race detector's allocations

@@ -67,9 +67,8 @@ type Op struct {
 	// Parts is, optionally, the memory of Result.Limits for a plan of
 	// several limits: Step writes each limit's part there when it has a
 	// place for every limit, and the Result refers to it; else Step
-	// allocates. A caller that allocates anyway (core, for the Decision's
-	// States) so brings both in one allocation, or reuses the memory once
-	// the call returns. Step writes it during the call alone: core gives
+	// allocates. A caller so brings memory it reuses once the call returns
+	// (core, from a pool). Step writes it during the call alone: core gives
 	// it only to a store of this repository that applies each op once,
 	// before Apply returns, and keeps no Result (memstore).
 	Parts []LimitResult

@@ -14,7 +14,7 @@
 // all its limits. The hot path — an existing key — allocates nothing but,
 // for a plan of several limits, each limit's part of the Result, and not
 // that when the op brings the memory for them (engine.Op.Parts, as a
-// core.Limiter does, which allocates the Decision's States with them);
+// core.Limiter does, from a pool);
 // beyond four limits the engine allocates its scratch too.
 //
 // A key of one limit costs about 190 bytes (TestMemoryPerKey, and
