@@ -98,12 +98,22 @@ func TestConcurrentDecisionsStayExact(t *testing.T) {
 
 // A flood of new keys into a small store, evicting, while other callers
 // decide on keys that exist: nothing is lost that a decision relies on,
-// and the store keeps its bound and its heap.
+// and the store keeps its bound and its heap. For plans of one limit and
+// of two, which both decide under the key's lock alone.
 func TestConcurrentDecisionsBesideEvictions(t *testing.T) {
+	for _, limits := range [][]core.Limit{
+		{core.PerHour(1_000_000)},
+		{core.PerHour(1_000_000), core.PerDay(2_000_000).WithAlgorithm(core.GCRA)},
+	} {
+		t.Run(fmt.Sprint(len(limits), " limits"), func(t *testing.T) { decideBesideEvictions(t, limits) })
+	}
+}
+
+func decideBesideEvictions(t *testing.T, limits []core.Limit) {
 	const maxKeys = 256
 	s := New(WithSweepInterval(0), WithShards(1), WithMaxKeys(maxKeys), WithClock(&manualClock{t: epoch}))
 	defer s.Close()
-	lim := planOf("", core.PerHour(1_000_000))
+	lim := planOf("", limits...)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
