@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,6 +106,55 @@ return v`)
 			b.StopTimer()
 			b.ReportMetric(evalshaUsecPerCall(b, c), "server-µs/op")
 		})
+	}
+}
+
+// BenchmarkRelease measures the server's time per operation on a key of
+// one Concurrency limit with inflight units held (server-µs/op, EVALSHA
+// usec over calls, from INFO commandstats): a release, of the newest
+// lease (newest), of the oldest (oldest), or of one in the middle
+// (middle), each followed by an acquisition that keeps inflight units
+// held; an op is the two. Run it with a server of its own (it calls
+// CONFIG RESETSTAT):
+//
+//	TOLLGATE_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench Release -benchtime 400x -count 5 .
+func BenchmarkRelease(b *testing.B) {
+	c := newClient(b)
+	ctx := context.Background()
+	for _, inflight := range []int{100, 10_000} {
+		for _, which := range []string{"newest", "middle", "oldest"} {
+			b.Run(fmt.Sprintf("inflight=%d/%s", inflight, which), func(b *testing.B) {
+				lim, err := core.New(newStore(b, c), core.InFlight(int64(inflight)+1, time.Hour))
+				if err != nil {
+					b.Fatal(err)
+				}
+				leases := make([]int64, 0, inflight)
+				acquire := func() {
+					d, err := lim.Allow(ctx, "k")
+					if err != nil || !d.Allowed {
+						b.Fatalf("acquire: %v, allowed %v", err, d.Allowed)
+					}
+					leases = append(leases, d.Lease)
+				}
+				for range inflight {
+					acquire()
+				}
+				if err := c.ConfigResetStat(ctx).Err(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for range b.N {
+					i := map[string]int{"newest": len(leases) - 1, "middle": len(leases) / 2, "oldest": 0}[which]
+					if _, err := lim.Release(ctx, "k", leases[i]); err != nil {
+						b.Fatal(err)
+					}
+					leases = slices.Delete(leases, i, i+1)
+					acquire()
+				}
+				b.StopTimer()
+				b.ReportMetric(2*evalshaUsecPerCall(b, c), "server-µs/op") // two calls an op
+			})
+		}
 	}
 }
 
