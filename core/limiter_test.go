@@ -559,6 +559,32 @@ func TestAllowNIntoDecidesAsAllowN(t *testing.T) {
 	}
 }
 
+// A Receipt gives a refund each limit's ResetAfter right after the charge,
+// in µs, in the plan's order: from the Decision's ResetAfter for one
+// limit, from its States for several; -1 (unknown) for Never.
+func TestAReceiptCarriesEveryLimitsReset(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		d := core.Decision{Allowed: true, Cost: 1, ResetAfter: 7 * time.Second}
+		want := []int64{7_000_000}
+		if n > 1 {
+			want = nil
+			for i := range n {
+				reset := time.Duration(i+1) * time.Millisecond
+				w := int64(i+1) * 1000
+				if i == 2 {
+					reset, w = core.Never, -1
+				}
+				d.States = append(d.States, core.LimitState{ResetAfter: reset})
+				want = append(want, w)
+			}
+		}
+		core.SetCharged(&d, 1_700_000_000_000_000)
+		if got := core.ReceiptResets(d.Receipt()); !slices.Equal(got, want) {
+			t.Errorf("%d limits: resets %v, want %v", n, got, want)
+		}
+	}
+}
+
 // tee is an InProcess store of a user's: it applies every op to a primary
 // store and to a shadow, and returns the primary's Result. Core lends it
 // no memory (engine.Op.Parts), which the shadow's apply would overwrite.
