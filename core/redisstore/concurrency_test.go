@@ -266,19 +266,76 @@ func TestAReleaseReadsAFewMarksOfALongLog(t *testing.T) {
 		if d.Remaining != quota-held {
 			t.Errorf("release of %s: Remaining %d, want %d", probe.name, d.Remaining, quota-held)
 		}
-		scans, reads := 0, 0
-		for _, cmd := range mon.until(t, c, probe.name) {
-			switch {
-			case strings.Contains(cmd, `"LRANGE" "`+s.prefix):
-				scans++
-			case strings.Contains(cmd, `"LINDEX" "`+s.prefix):
-				reads++
-			}
-		}
-		if scans > 2 || reads > 12 {
+		if scans, reads := mon.logReads(t, c, s.prefix, probe.name); scans > 2 || reads > 12 {
 			t.Errorf("release of %s: %d LRANGE and %d LINDEX on the log, want at most 2 and 12", probe.name, scans, reads)
 		}
 	}
+}
+
+// A refund with a receipt on a SlidingLog finds the charge's mark as a
+// release finds its lease's (see above): with 2,000 marks, at most 2
+// chunks and 12 marks read, whichever charge it refunds, and exactly the
+// units that mark still holds given back, a part of them or all (which
+// removes the mark).
+func TestARefundReadsAFewMarksOfALongLog(t *testing.T) {
+	c := newClient(t)
+	s := newStore(t, c)
+	const n, quota = 2000, 4100
+	lim, err := core.New(s, core.Per(quota, time.Hour).WithAlgorithm(core.SlidingLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	receipts := make([]core.Receipt, 0, n)
+	for range n {
+		d, err := lim.AllowN(ctx, "k", 2)
+		if err != nil || !d.Allowed {
+			t.Fatalf("take %d: %v, allowed %v", len(receipts), err, d.Allowed)
+		}
+		receipts = append(receipts, d.Receipt())
+	}
+	mon := newMonitor(t, c.Options().Addr)
+	used := int64(2 * n)
+	for _, probe := range []struct {
+		name        string
+		rc          core.Receipt
+		cost, gives int64
+	}{
+		{"a part of the newest", receipts[n-1], 1, 1},
+		{"the rest of the newest", receipts[n-1], 2, 1},
+		{"the third newest", receipts[n-3], 2, 2},
+		{"the middle", receipts[n/2], 2, 2},
+		{"the oldest", receipts[0], 5, 2},
+		{"the middle again", receipts[n/2], 2, 0},
+	} {
+		d, err := lim.RefundTo(ctx, "k", probe.rc, probe.cost)
+		if err != nil {
+			t.Fatalf("refund of %s: %v", probe.name, err)
+		}
+		used -= probe.gives
+		if d.Remaining != quota-used {
+			t.Errorf("refund of %s: Remaining %d, want %d", probe.name, d.Remaining, quota-used)
+		}
+		if scans, reads := mon.logReads(t, c, s.prefix, probe.name); scans > 2 || reads > 12 {
+			t.Errorf("refund of %s: %d LRANGE and %d LINDEX on the log, want at most 2 and 12", probe.name, scans, reads)
+		}
+	}
+}
+
+// logReads returns how many chunks (LRANGE) and single marks (LINDEX) of
+// the logs of keys of prefix the server read since the last call, up to an
+// ECHO of marker.
+func (m *monitor) logReads(t *testing.T, c *redis.Client, prefix, marker string) (scans, reads int) {
+	t.Helper()
+	for _, cmd := range m.until(t, c, marker) {
+		switch {
+		case strings.Contains(cmd, `"LRANGE" "`+prefix):
+			scans++
+		case strings.Contains(cmd, `"LINDEX" "`+prefix):
+			reads++
+		}
+	}
+	return scans, reads
 }
 
 // A monitor reads what the server runs (MONITOR), the commands of scripts
