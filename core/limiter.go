@@ -276,11 +276,8 @@ func (l *Limiter) Limits(ctx context.Context, key string) []Limit {
 
 // Allow is shorthand for AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (d Decision, err error) {
-	if l.direct {
-		err = l.take(ctx, key, 1, &d)
-		return d, err
-	}
-	return l.do(ctx, engine.Take, key, 1, nil)
+	err = l.allowInto(ctx, key, 1, &d)
+	return d, err
 }
 
 // AllowN takes cost units from every limit of key if all of them admit it,
@@ -288,11 +285,18 @@ func (l *Limiter) Allow(ctx context.Context, key string) (d Decision, err error)
 // RetryAfter Never. Being denied is not an error; an error means invalid
 // input (a negative cost, an empty key) or a failing store.
 func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decision, err error) {
+	err = l.allowInto(ctx, key, cost, &d)
+	return d, err
+}
+
+// allowInto is AllowN writing to d (zero), small enough that Allow and
+// AllowN are inlined, and their caller's Decision is written in place.
+func (l *Limiter) allowInto(ctx context.Context, key string, cost int64, d *Decision) (err error) {
 	if l.direct {
-		err = l.take(ctx, key, cost, &d)
-		return d, err
+		return l.take(ctx, key, cost, d)
 	}
-	return l.do(ctx, engine.Take, key, cost, nil)
+	*d, err = l.do(ctx, engine.Take, key, cost, nil)
+	return err
 }
 
 // AllowNInto is AllowN writing the Decision to d, for a caller that makes
