@@ -21,7 +21,10 @@ import (
 // own entry and a bucketed window's to their bucket, while live; a token
 // bucket's, GCRA's and a leaky bucket's the part of the charge the bucket
 // has not refilled since (all of it while the bucket stays busy; less once
-// the bucket, without the charge, would have been full and wasted refill).
+// the bucket, without the charge, would have been full and wasted refill),
+// and a leaky bucket's only while its turn is the queue's last: with a
+// later request's turn behind it, giving it back would hand that turn out
+// a second time, so it passes empty.
 // Never more than the receipt's cost, and never more room than undoing
 // the charge would give.
 //

@@ -135,3 +135,57 @@ func mustCompile(t *testing.T, l core.Limit) engine.Limit {
 type fixedClock struct{ t time.Time }
 
 func (c *fixedClock) Now() time.Time { return c.t }
+
+// A LeakyBucket is a queue: each admitted request gets its turn, one
+// interval after the previous one's. A refund of a request with later
+// turns behind it gives nothing back, so that the next request is not
+// given one of those turns (two requests would leave at once); its turn
+// passes empty. The last request's refund gives its turn back, and then
+// the one before it is the last, and its refund gives back too. GCRA, the
+// same machine as a rate limit, gives back in every case.
+func TestALeakyBucketRefundNeverGivesOutATakenTurn(t *testing.T) {
+	ctx := context.Background()
+	for _, alg := range []core.Algorithm{core.LeakyBucket, core.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			lim, err := core.New(memstore.New(memstore.WithClock(clock)), core.PerSecond(10).WithBurst(10).WithAlgorithm(alg), core.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			take := func() core.Decision {
+				t.Helper()
+				d, err := lim.Allow(ctx, "k")
+				if err != nil || !d.Allowed {
+					t.Fatalf("Allow = %+v, %v; want allowed", d, err)
+				}
+				return d
+			}
+			refund := func(d core.Decision) {
+				t.Helper()
+				if _, err := lim.RefundTo(ctx, "k", d.Receipt(), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			take()         // turn 0
+			mid := take()  // turn 100ms
+			last := take() // turn 200ms
+			refund(mid)
+			next := take()
+			const want = 300 * time.Millisecond // after last's turn: mid's passes empty
+			if alg == core.LeakyBucket && next.Delay != want {
+				t.Fatalf("after a refund of the middle turn, the next request waits %v, want %v", next.Delay, want)
+			}
+			if alg == core.GCRA && next.Remaining != 7 { // 10 − 4 taken + 1 given back
+				t.Fatalf("after a refund, GCRA leaves %d, want 7", next.Remaining)
+			}
+			refund(next) // the last: its turn comes back
+			if again := take(); alg == core.LeakyBucket && again.Delay != want {
+				t.Fatalf("after a refund of the last turn, the next request waits %v, want %v", again.Delay, want)
+			}
+			refund(last) // not the last any more (again is): nothing back
+			if d := take(); alg == core.LeakyBucket && d.Delay != want+100*time.Millisecond {
+				t.Fatalf("after a refund of a turn before the last, the next request waits %v, want %v", d.Delay, want+100*time.Millisecond)
+			}
+		})
+	}
+}

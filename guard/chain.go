@@ -352,8 +352,9 @@ func (fs failures) report(r keyfuncs.Request) {
 
 // stop gives back everything the request holds on the chain, and marks it
 // stopped: a middleware denied or failed it, and no other settles it. With
-// keepQueued, entries with a LeakyBucket limit keep their units (see
-// giveUp); units in flight (Concurrency limits) are released whatever.
+// keepQueued (a cancelled wait), entries with a LeakyBucket limit keep
+// their units (see WithMaxDelay); units in flight (Concurrency limits) are
+// released whatever.
 // It runs on the way out, so it ignores the request's cancellation.
 func (c *chainState) stop(r keyfuncs.Request, keepQueued bool) {
 	c.stopped = true

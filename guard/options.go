@@ -250,10 +250,11 @@ func WithDryRun(on bool) Option {
 //
 // A request whose wait is cancelled fails with ErrWait and keeps its slot
 // in the queue of every rule with a LeakyBucket limit: the slot passes
-// empty, and the queue's output never exceeds Quota per Period. (Given
-// back, it would move the queue's tail back over the requests already
-// scheduled behind it, and the next request would leave with one of them.)
-// Its other rules refund it. Default: DefaultMaxDelay.
+// empty, and the queue's output never exceeds Quota per Period. Its other
+// rules refund it. A request over d is refunded on every rule: a
+// LeakyBucket gives its turn back only while no later request's turn is
+// behind it (see core.Receipt), so that no turn is given out twice.
+// Default: DefaultMaxDelay.
 func WithMaxDelay(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

@@ -19,7 +19,9 @@ package engine
 //	TokenBucket,    the part of the charge the bucket has not yet refilled:
 //	GCRA,           min(r·T, Due − now), T = P/Q, where Due is when the
 //	LeakyBucket     charge alone would have been repaid: TAT right after
-//	                it (GCRA), or now + deficit/rate (TokenBucket)
+//	                it (GCRA), or now + deficit/rate (TokenBucket); for a
+//	                LeakyBucket, only while the charge is the queue's
+//	                last (TAT ≤ Due: see queueTail), else nothing
 //
 // For the rated algorithms, "as if it had never been taken" once the
 // bucket has refilled since the charge means this. Removing the charge
@@ -117,6 +119,9 @@ func (sh *shape) giveBack(st *State, now, r int64, rc *Receipt, reset int64) {
 	case BucketedWindow:
 		markBack(st, floorDiv(lo, sh.Precision), floorDiv(rc.At, sh.Precision), r)
 	case TokenBucket, GCRA, LeakyBucket:
+		if sh.Algorithm == LeakyBucket && !queueTail(st, lo, reset) {
+			return // a later request's turn is behind the charge's
+		}
 		if sh.Wide {
 			if x := sh.wideCredit(r, lo, reset); x != (u128{}) {
 				wideBack(sh, st, x)
@@ -137,6 +142,22 @@ func (sh *shape) giveBack(st *State, now, r int64, rc *Receipt, reset int64) {
 			}
 		}
 	}
+}
+
+// queueTail reports whether the charge of a LeakyBucket's receipt, made at
+// lo with reset its Reset right after, is still the last in the queue:
+// no later charge has moved TAT past the charge's own, lo + reset (a µs
+// rounded up). Giving back a charge with later requests' turns behind it
+// would move TAT back over those turns, and the next request would be
+// given one of them: two requests would leave at once. Such a charge's
+// turn passes empty instead, as a cancelled wait's does (guard). An
+// unknown reset (≤ 0) cannot tell, and gives nothing back either.
+func queueTail(st *State, lo, reset int64) bool {
+	if reset <= 0 {
+		return false
+	}
+	due := lo + reset
+	return st.A < due || st.A == due && st.B == 0
 }
 
 // markBack takes up to r units from the oldest live mark positioned in
