@@ -389,6 +389,59 @@ func TestLeakyBucket(t *testing.T) {
 		}
 	})
 
+	t.Run("a request over the maximum, refunded once others queued behind it, hands out no taken turn", func(t *testing.T) {
+		// As above, real time. Two middlewares share the LeakyBucket:
+		// hasty's maximum is below the third turn, patient's is not. The
+		// store holds hasty's refund until a patient request has queued
+		// behind it; the next patient request must then get the turn
+		// after that one, not the same turn.
+		const interval = 200 * time.Millisecond
+		ms := memstore.New(memstore.WithSweepInterval(0))
+		defer ms.Close()
+		st := &refundGate{turnStore: turnStore{Store: ms}, refunding: make(chan struct{}), proceed: make(chan struct{})}
+		lim, err := core.New(st, core.Per(5, time.Second).WithAlgorithm(core.LeakyBucket).Named("leaky"), core.WithClock(core.SystemClock()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		patient := mustNew(t, lim, guard.WithMaxDelay(5*time.Second))
+		hasty := mustNew(t, lim, guard.WithMaxDelay(interval+interval/2))
+		serve := func(g *guard.Guard) <-chan int {
+			done := make(chan int, 1)
+			n := st.takes()
+			go func() {
+				rec := newRecorder()
+				_ = g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), rec, func(context.Context) guard.Result {
+					rec.status = 200
+					return guard.Result{Status: 200}
+				})
+				done <- rec.status
+			}()
+			st.waitTakes(t, n+1)
+			return done
+		}
+		dones := []<-chan int{serve(patient), serve(patient)} // turns +0 and +200ms
+		over := serve(hasty)                                  // +400ms, over its maximum: refunded, held
+		<-st.refunding
+		dones = append(dones, serve(patient)) // +600ms, behind it
+		close(st.proceed)
+		if status := <-over; status != 429 {
+			t.Errorf("the request over its maximum: status %d, want 429", status)
+		}
+		dones = append(dones, serve(patient)) // +800ms: not +600ms, which is taken
+		for i, done := range dones {
+			if status := <-done; status != 200 {
+				t.Errorf("patient request %d: status %d, want 200 after its wait", i, status)
+			}
+		}
+		turns := st.turns()
+		admitted := []time.Time{turns[0], turns[1], turns[3], turns[4]} // turns[2] was refunded
+		for i := 1; i < len(admitted); i++ {
+			if gap := admitted[i].Sub(admitted[i-1]); gap < interval {
+				t.Errorf("admitted requests %d and %d leave %v apart, want at least %v (turns %v)", i-1, i, gap, interval, turns)
+			}
+		}
+	})
+
 	t.Run("a delay over the maximum is refunded and denied with the excess", func(t *testing.T) {
 		e := newEnv(t)
 		lim := e.limiter(t, leaky)

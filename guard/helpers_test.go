@@ -188,6 +188,25 @@ func (s *turnStore) Apply(ctx context.Context, op engine.Op) (engine.Result, err
 	return r, err
 }
 
+// refundGate is a turnStore that holds the first Refund until proceed is
+// closed, after closing refunding.
+type refundGate struct {
+	turnStore
+	once      sync.Once
+	refunding chan struct{}
+	proceed   chan struct{}
+}
+
+func (s *refundGate) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
+	if op.Kind == engine.Refund {
+		s.once.Do(func() {
+			close(s.refunding)
+			<-s.proceed
+		})
+	}
+	return s.turnStore.Apply(ctx, op)
+}
+
 // takes returns the number of admitted Takes.
 func (s *turnStore) takes() int {
 	s.mu.Lock()
