@@ -534,7 +534,9 @@ func (c *call) undoable() bool {
 // under its own timeout. The refund goes back where the charge went (see
 // engine.Receipt): it is exact for the window algorithms, whatever window
 // the undo runs in, and for GCRA, TokenBucket and LeakyBucket when nothing
-// came between (less, never more, when the bucket refilled past it).
+// came between (less, never more, when the bucket refilled past it; and
+// nothing for a LeakyBucket turn a later request queued behind, which
+// then passes empty).
 func (s *Store) undo(c *call, lease int64, rc *engine.Receipt) {
 	op := c.op
 	op.Kind, op.Receipt = engine.Refund, rc
