@@ -390,16 +390,18 @@ func TestLeakyBucket(t *testing.T) {
 	})
 
 	t.Run("a request over the maximum, refunded once others queued behind it, hands out no taken turn", func(t *testing.T) {
-		// As above, real time. Two middlewares share the LeakyBucket:
-		// hasty's maximum is below the third turn, patient's is not. The
-		// store holds hasty's refund until a patient request has queued
-		// behind it; the next patient request must then get the turn
-		// after that one, not the same turn.
-		const interval = 200 * time.Millisecond
+		// Two middlewares share the LeakyBucket: hasty's maximum is below
+		// the third turn, patient's is not. The store holds hasty's refund
+		// until a patient request has queued behind it; the next patient
+		// request must then get the turn after that one, not the same
+		// turn. The Limiter's clock stands still, so that the turns are
+		// exactly 0, 1, 2… intervals away however slowly the requests
+		// come; the waits are real.
+		const interval = 100 * time.Millisecond
 		ms := memstore.New(memstore.WithSweepInterval(0))
 		defer ms.Close()
 		st := &refundGate{turnStore: turnStore{Store: ms}, refunding: make(chan struct{}), proceed: make(chan struct{})}
-		lim, err := core.New(st, core.Per(5, time.Second).WithAlgorithm(core.LeakyBucket).Named("leaky"), core.WithClock(core.SystemClock()))
+		lim, err := core.New(st, core.Per(10, time.Second).WithAlgorithm(core.LeakyBucket).Named("leaky"), core.WithClock(guardtest.NewClock(guardtest.Epoch)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,15 +421,21 @@ func TestLeakyBucket(t *testing.T) {
 			st.waitTakes(t, n+1)
 			return done
 		}
-		dones := []<-chan int{serve(patient), serve(patient)} // turns +0 and +200ms
-		over := serve(hasty)                                  // +400ms, over its maximum: refunded, held
-		<-st.refunding
-		dones = append(dones, serve(patient)) // +600ms, behind it
+		dones := []<-chan int{serve(patient), serve(patient)} // turns +0 and +100ms
+		over := serve(hasty)                                  // +200ms, over its maximum: refunded, held
+		select {
+		case <-st.refunding:
+		case status := <-over:
+			t.Fatalf("the request over its maximum ended, status %d, without a refund", status)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no refund after 10s")
+		}
+		dones = append(dones, serve(patient)) // +300ms, behind it
 		close(st.proceed)
 		if status := <-over; status != 429 {
 			t.Errorf("the request over its maximum: status %d, want 429", status)
 		}
-		dones = append(dones, serve(patient)) // +800ms: not +600ms, which is taken
+		dones = append(dones, serve(patient)) // +400ms: not +300ms, which is taken
 		for i, done := range dones {
 			if status := <-done; status != 200 {
 				t.Errorf("patient request %d: status %d, want 200 after its wait", i, status)

@@ -55,7 +55,9 @@ type Receipt struct {
 	// time in [At−Span, At]. The refund then goes to the oldest place the
 	// charge could be in, which is never more permissive (a unit given
 	// back to an older window or mark would have expired sooner), and uses
-	// At−Span for the rated algorithms, ignoring Reset. Default 0: exact.
+	// At−Span for the rated algorithms, ignoring Reset; a LeakyBucket then
+	// gives nothing back, since whether the charge is still the queue's
+	// last is unknown without its Reset (see queueTail). Default 0: exact.
 	Span int64
 	// Cost is the cost the charge took, the most the refund gives back.
 	Cost int64
@@ -151,7 +153,10 @@ func (sh *shape) giveBack(st *State, now, r int64, rc *Receipt, reset int64) {
 // would move TAT back over those turns, and the next request would be
 // given one of them: two requests would leave at once. Such a charge's
 // turn passes empty instead, as a cancelled wait's does (guard). An
-// unknown reset (≤ 0) cannot tell, and gives nothing back either.
+// unknown reset (≤ 0: a receipt with a Span, or of other limits) cannot
+// tell, and gives nothing back either. Due is rounded up to a µs, so a
+// later charge that moved TAT by less than that is not seen: turns closer
+// than a µs apart, which no Delay tells apart.
 func queueTail(st *State, lo, reset int64) bool {
 	if reset <= 0 {
 		return false

@@ -162,7 +162,9 @@ func (s *Store) recover(c *call) {
 // lostReceipt returns the receipt of the charge the operation of c made,
 // its reply lost: the caller's time when it passed one (op.Now), else the
 // server's, known only to lie between the send (c.sent, a lower bound) and
-// the deadline. nil for a Refund, which is undone by a Charge.
+// the deadline. nil for a Refund, which is undone by a Charge. It carries
+// no Reset (the reply that had it is lost): a LeakyBucket's charge is then
+// not given back, and its turn passes empty (engine's queueTail).
 func (c *call) lostReceipt() *engine.Receipt {
 	op := &c.op
 	if op.Kind == engine.Refund {

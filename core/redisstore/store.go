@@ -535,8 +535,9 @@ func (c *call) undoable() bool {
 // engine.Receipt): it is exact for the window algorithms, whatever window
 // the undo runs in, and for GCRA, TokenBucket and LeakyBucket when nothing
 // came between (less, never more, when the bucket refilled past it; and
-// nothing for a LeakyBucket turn a later request queued behind, which
-// then passes empty).
+// nothing for a LeakyBucket turn a later request queued behind, or whose
+// receipt has no Reset, as a lost reply's has not: the turn then passes
+// empty).
 func (s *Store) undo(c *call, lease int64, rc *engine.Receipt) {
 	op := c.op
 	op.Kind, op.Receipt = engine.Refund, rc
