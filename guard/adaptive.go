@@ -72,7 +72,7 @@ func (g *Guard) admit(r keyfuncs.Request) (adaptive.Ticket, bool) {
 func (g *Guard) shed(w Writer, r keyfuncs.Request, next Next, ch *chainState, cost int64) error {
 	dn := &Denial{Rule: -1, Cost: cost, Overloaded: true, DryRun: g.dryRun}
 	if !g.dryRun {
-		ch.stop(r, false)
+		ch.stop(r)
 	}
 	dn.RetryAfter = time.Duration(max(1, ceilSeconds(g.adaptive.RetryAfter()))) * time.Second
 	ls := listing{entries: ch.entries, buf: ch.buf[:0], denied: len(ch.entries), dn: dn}

@@ -351,12 +351,11 @@ func (fs failures) report(r keyfuncs.Request) {
 }
 
 // stop gives back everything the request holds on the chain, and marks it
-// stopped: a middleware denied or failed it, and no other settles it. With
-// keepQueued (a cancelled wait), entries with a LeakyBucket limit keep
-// their units (see WithMaxDelay); units in flight (Concurrency limits) are
-// released whatever.
-// It runs on the way out, so it ignores the request's cancellation.
-func (c *chainState) stop(r keyfuncs.Request, keepQueued bool) {
+// stopped: a middleware denied or failed it, and no other settles it.
+// Units in flight (Concurrency limits) are released; a LeakyBucket gives a
+// turn back only while it is its queue's last (see core.Receipt). It runs
+// on the way out, so it ignores the request's cancellation.
+func (c *chainState) stop(r keyfuncs.Request) {
 	c.stopped = true
 	ctx := context.WithoutCancel(r.Context())
 	var fs failures
@@ -368,7 +367,7 @@ func (c *chainState) stop(r keyfuncs.Request, keepQueued bool) {
 			}
 		}
 		e.leases = e.leases[:0]
-		if e.held <= 0 || (keepQueued && queues(&e.d)) {
+		if e.held <= 0 {
 			continue
 		}
 		if err := e.adjust(ctx, -e.held); err != nil {
@@ -434,11 +433,4 @@ func (c *chainState) undo(r keyfuncs.Request, charges []charge) {
 		}
 	}
 	fs.report(r)
-}
-
-// queues reports whether d has a LeakyBucket limit.
-func queues(d *core.Decision) bool {
-	q := false
-	d.Each(func(s core.LimitState) { q = q || s.Limit.Algorithm == core.LeakyBucket })
-	return q
 }

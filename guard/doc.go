@@ -16,8 +16,9 @@
 //	        state on the request's chain; a denial stops the walk and
 //	        refunds what the chain took
 //	wait    a LeakyBucket Decision.Delay: wait, cancelled with the request's
-//	        context (its turn in the queue then passes empty), up to
-//	        WithMaxDelay; a longer delay is refunded and denied
+//	        context, up to WithMaxDelay; a longer delay is denied. Either
+//	        way the request is refunded, and its turn in the queue comes
+//	        back while it is the last one, else passes empty
 //	headers RateLimit-Policy and RateLimit (WithHeaders), set before the
 //	        handler runs, since net/http cannot add headers afterwards
 //	deny    429 with Retry-After and a problem+json body (WithDeniedHandler)

@@ -153,7 +153,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	defer func() {
 		g.release(r, &ticket, false) // nothing unless a ticket is still held
 		if open {
-			ch.stop(r, false)
+			ch.stop(r)
 		}
 		if own {
 			carried.release()
@@ -337,7 +337,7 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 	if g.dryRun {
 		ch.undo(r, charges)
 	} else {
-		ch.stop(r, false)
+		ch.stop(r)
 	}
 	if retry != core.Never {
 		// Never earlier than the binding item's t (draft-11 §6: "the
@@ -404,8 +404,7 @@ func (g *Guard) unasked(r keyfuncs.Request, ch *chainState, rule int) []core.Lim
 // fail answers a request that cannot be decided. It gives back what the
 // request holds on the whole chain (in dry run, what this call charged,
 // and the request goes on), and brings the headers that the middlewares
-// around this one set, for ch.entries[:outer], up to date. A cancelled LeakyBucket wait keeps its slots
-// (see WithMaxDelay).
+// around this one set, for ch.entries[:outer], up to date.
 func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, charges []charge, outer int, err error) error {
 	if g.dryRun {
 		ch.undo(r, charges)
@@ -415,7 +414,7 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 		next(r.Context())
 		return nil
 	}
-	ch.stop(r, errors.Is(err, ErrWait))
+	ch.stop(r)
 	if outer > 0 {
 		g.setHeaders(w, &listing{entries: ch.entries[:outer], buf: ch.buf[:0]})
 	}

@@ -287,7 +287,7 @@ func TestLeakyBucket(t *testing.T) {
 		})
 	})
 
-	t.Run("a wait ends with the request's context; the queue keeps its slot, other rules refund it", func(t *testing.T) {
+	t.Run("a wait ends with the request's context; every rule refunds it, the queue its last turn", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t)
 			lim := e.limiter(t, leaky)
@@ -312,8 +312,8 @@ func TestLeakyBucket(t *testing.T) {
 			if len(errs) != 1 || !errors.Is(errs[0], guard.ErrWait) || !errors.Is(errs[0], context.DeadlineExceeded) {
 				t.Errorf("errors = %v, want one matching ErrWait and DeadlineExceeded", errs)
 			}
-			if got := remaining(t, lim, "192.0.2.1"); got != before-1 {
-				t.Errorf("leaky remaining = %d, want %d (the cancelled request's slot kept)", got, before-1)
+			if got := remaining(t, lim, "192.0.2.1"); got != before {
+				t.Errorf("leaky remaining = %d, want %d (the cancelled request's turn, the last, given back)", got, before)
 			}
 			if got := remaining(t, perIP, "192.0.2.1"); got != 10 {
 				t.Errorf("per-ip remaining = %d, want 10 (refunded)", got)

@@ -248,13 +248,12 @@ func WithDryRun(on bool) Option {
 // it waits, cancelled with the request's context. 0 denies every queued
 // request (a LeakyBucket then behaves as GCRA); d must not be negative.
 //
-// A request whose wait is cancelled fails with ErrWait and keeps its slot
-// in the queue of every rule with a LeakyBucket limit: the slot passes
-// empty, and the queue's output never exceeds Quota per Period. Its other
-// rules refund it. A request over d is refunded on every rule: a
-// LeakyBucket gives its turn back only while no later request's turn is
-// behind it (see core.Receipt), so that no turn is given out twice.
-// Default: DefaultMaxDelay.
+// A request whose wait is cancelled fails with ErrWait. It, and a request
+// over d, is refunded on every rule: a LeakyBucket gives its turn back
+// only while no later request's turn is behind it (see core.Receipt), and
+// the turn otherwise passes empty, so that no turn is given out twice and
+// the queue's output never exceeds Quota per Period. Default:
+// DefaultMaxDelay.
 func WithMaxDelay(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

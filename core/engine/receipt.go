@@ -152,7 +152,7 @@ func (sh *shape) giveBack(st *State, now, r int64, rc *Receipt, reset int64) {
 // rounded up). Giving back a charge with later requests' turns behind it
 // would move TAT back over those turns, and the next request would be
 // given one of them: two requests would leave at once. Such a charge's
-// turn passes empty instead, as a cancelled wait's does (guard). An
+// turn passes empty instead. An
 // unknown reset (≤ 0: a receipt with a Span, or of other limits) cannot
 // tell, and gives nothing back either. Due is rounded up to a µs, so a
 // later charge that moved TAT by less than that is not seen: turns closer
