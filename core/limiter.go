@@ -289,8 +289,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decisio
 	return d, err
 }
 
-// allowInto is AllowN writing to d (zero), small enough that Allow and
-// AllowN are inlined, and their caller's Decision is written in place.
+// allowInto is AllowN writing to d, which is zero but for the States
+// memory AllowNInto brings to the direct path: small enough that Allow
+// and AllowN are inlined, and their caller's Decision is written in place.
 func (l *Limiter) allowInto(ctx context.Context, key string, cost int64, d *Decision) (err error) {
 	if l.direct {
 		return l.take(ctx, key, cost, d)
@@ -312,17 +313,13 @@ func (l *Limiter) allowInto(ctx context.Context, key string, cost int64, d *Deci
 // clock, observer, deny cache or limits function: see WithClock and the
 // others) decides on up to 4 limits without allocating; otherwise
 // AllowNInto allocates as AllowN does.
-func (l *Limiter) AllowNInto(ctx context.Context, key string, cost int64, d *Decision) (err error) {
+func (l *Limiter) AllowNInto(ctx context.Context, key string, cost int64, d *Decision) error {
 	states := d.States[:0]
 	*d = Decision{}
-	if l.direct {
-		if len(l.limits) > 1 { // else States stays nil, as the Decision of one limit has it
-			d.States = states
-		}
-		return l.take(ctx, key, cost, d)
+	if l.direct && len(l.limits) > 1 { // else States stays nil, as the Decision of one limit has it
+		d.States = states
 	}
-	*d, err = l.do(ctx, engine.Take, key, cost, nil)
-	return err
+	return l.allowInto(ctx, key, cost, d)
 }
 
 // maxLentParts is the most limits whose parts (engine.Op.Parts) an
