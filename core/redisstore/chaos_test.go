@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -279,6 +280,64 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 			if want := quota - admitted.Load(); d.Remaining != want {
 				t.Errorf("after the stall the key has %d remaining, want %d: quota %d less the %d admissions its callers were told of",
 					d.Remaining, want, quota, admitted.Load())
+			}
+		})
+	}
+}
+
+// A LeakyBucket's turns are never given out twice through a stall: Redis
+// stopped (SIGSTOP) with Takes in flight, some of which ran and replied too
+// late, so that the store undoes them (a refund with their receipt) after
+// it resumes, while other callers have queued behind them. The turns the
+// admitted callers were told of (the charge's time plus its Delay), during
+// the stall and after the undos, stay at least an interval apart.
+func TestAStallNeverGivesOutAQueueTurnTwice(t *testing.T) {
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	const perSecond = 10_000 // one turn every 100 µs
+	interval := time.Second / perSecond
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"batched", nil},
+		{"unbatched", []Option{WithBatching(0, 0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, c, tc.opts...)
+			lim, err := core.New(s, core.Per(perSecond, time.Second).WithAlgorithm(core.LeakyBucket).WithBurst(1_000_000),
+				core.WithFailurePolicy(core.FailClosed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var turns []time.Time
+			var failed atomic.Int64
+			take := func() {
+				d, err := lim.Allow(context.Background(), "k")
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case d.Allowed && d.Source == core.FromStore:
+					mu.Lock()
+					turns = append(turns, d.Receipt().At().Add(d.Delay))
+					mu.Unlock()
+				}
+			}
+			stallUnder(srv, 16, take)
+			for range 20 { // after the undos: a turn given back twice would go to these
+				take()
+			}
+			t.Logf("%d admitted, %d failed; undone %d (%d failed to undo)", len(turns), failed.Load(), s.undone.Load(), s.undoFailed.Load())
+			if failed.Load() == 0 {
+				t.Fatal("no call failed during the stall: the test tested nothing")
+			}
+			slices.SortFunc(turns, time.Time.Compare)
+			for i := 1; i < len(turns); i++ {
+				if gap := turns[i].Sub(turns[i-1]); gap < interval {
+					t.Fatalf("admitted turns %v and %v are %v apart, want at least %v", turns[i-1], turns[i], gap, interval)
+				}
 			}
 		})
 	}
