@@ -285,6 +285,16 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 	}
 }
 
+// stallModes are the ways to Redis the stall tests below take: through the
+// batching workers, and each call on its own.
+var stallModes = []struct {
+	name string
+	opts []Option
+}{
+	{"batched", nil},
+	{"unbatched", []Option{WithBatching(0, 0)}},
+}
+
 // A LeakyBucket's turns are never given out twice through a stall: Redis
 // stopped (SIGSTOP) with Takes in flight, some of which ran and replied too
 // late, so that the store undoes them (a refund with their receipt) after
@@ -297,13 +307,7 @@ func TestAStallNeverGivesOutAQueueTurnTwice(t *testing.T) {
 	defer c.Close()
 	const perSecond = 10_000 // one turn every 100 µs
 	interval := time.Second / perSecond
-	for _, tc := range []struct {
-		name string
-		opts []Option
-	}{
-		{"batched", nil},
-		{"unbatched", []Option{WithBatching(0, 0)}},
-	} {
+	for _, tc := range stallModes {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, c, tc.opts...)
 			lim, err := core.New(s, core.Per(perSecond, time.Second).WithAlgorithm(core.LeakyBucket).WithBurst(1_000_000),
@@ -354,13 +358,7 @@ func TestStalledReleasesHoldNothing(t *testing.T) {
 	c := redis.NewClient(clientOptions(srv.addr))
 	defer c.Close()
 	const slots = 1000
-	for _, tc := range []struct {
-		name string
-		opts []Option
-	}{
-		{"batched", nil},
-		{"unbatched", []Option{WithBatching(0, 0)}},
-	} {
+	for _, tc := range stallModes {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, c, tc.opts...)
 			lim, err := core.New(s, core.InFlight(slots, time.Hour), core.PerDay(1_000_000).WithAlgorithm(core.GCRA),
