@@ -209,9 +209,15 @@ func (l *Limiter) remote(ctx context.Context, op engine.Op, limits []Limit, o *O
 	if o != nil {
 		began = time.Now()
 	}
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	res, err := l.store.Apply(cctx, op)
-	cancel()
+	var res engine.Result
+	var err error
+	if ab, ok := l.store.(deadlineApplier); ok {
+		res, err = ab.ApplyBy(ctx, op, time.Now().Add(l.timeout))
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, l.timeout)
+		res, err = l.store.Apply(cctx, op)
+		cancel()
+	}
 	if o != nil {
 		o.Latency = time.Since(began)
 	}

@@ -607,3 +607,62 @@ func TestFallbackShareUnderSaturation(t *testing.T) {
 		})
 	}
 }
+
+// byStore is a flakyStore with ApplyBy: it records the deadline it was
+// given and whether the context had one of its own, and a hanging call
+// waits for the earlier of the two, as core.Store's doc asks.
+type byStore struct {
+	flakyStore
+	by      atomic.Int64 // the deadline of the last ApplyBy, Unix ns
+	ctxDead atomic.Bool  // the context of the last ApplyBy had a deadline
+}
+
+func (s *byStore) ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error) {
+	s.by.Store(deadline.UnixNano())
+	_, ok := ctx.Deadline()
+	s.ctxDead.Store(ok)
+	if s.hang.Load() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return engine.Result{}, fmt.Errorf("by: %w", ctx.Err())
+		case <-t.C:
+			return engine.Result{}, fmt.Errorf("by: %w", context.DeadlineExceeded)
+		}
+	}
+	return s.flakyStore.Apply(ctx, op)
+}
+
+// A store with ApplyBy gets the Limiter's timeout as its deadline, and the
+// caller's context as it is: no context with a timer per call. Its own
+// timeout error is a failure, as Apply's is.
+func TestTheTimeoutGoesToApplyBy(t *testing.T) {
+	s := &byStore{}
+	const timeout = 250 * time.Millisecond
+	lim, hooked := newPolicyLimiter(t, s, core.WithTimeout(timeout))
+	before := time.Now()
+	if d, err := lim.Allow(context.Background(), "k"); err != nil || !d.Allowed {
+		t.Fatalf("Allow = %+v, %v", d, err)
+	}
+	after := time.Now()
+	if s.flakyStore.calls.Load() != 1 {
+		t.Fatalf("the store was called %d times, want once through ApplyBy", s.flakyStore.calls.Load())
+	}
+	by := time.Unix(0, s.by.Load())
+	if by.Before(before.Add(timeout)) || by.After(after.Add(timeout)) {
+		t.Errorf("ApplyBy's deadline is %v after the call began, want the timeout, %v", by.Sub(before), timeout)
+	}
+	if s.ctxDead.Load() {
+		t.Errorf("ApplyBy's context has a deadline of its own: the Limiter made one")
+	}
+
+	s.hang.Store(true)
+	_, err := lim.Allow(context.Background(), "k")
+	if !errors.Is(err, core.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Allow past ApplyBy's deadline: err = %v, want ErrUnavailable wrapping the deadline", err)
+	}
+	if hooked.Load() != 1 {
+		t.Errorf("hook called %d times, want 1", hooked.Load())
+	}
+}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"time"
 
 	"github.com/tollgate/tollgate/core/engine"
 )
@@ -37,9 +38,20 @@ import (
 // that answers most operations from memory (package lease) then costs no
 // more than memory does.
 //
+// A Store that is not InProcess may also have a method
+//
+//	ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error)
+//
+// which is Apply bounded by deadline as well as by ctx. A Limiter calls it
+// instead of Apply, with its timeout (WithTimeout) as the deadline, where
+// it would otherwise derive a context with that deadline, which costs a
+// timer, a context and a channel on every call: a store that waits in a
+// queue of its own can bound its callers' waits more cheaply (redisstore
+// has it). It must give up at the deadline just as at ctx's.
+//
 // A Limiter finds these optional methods by type assertion. A wrapper that
 // embeds a store and overrides Apply (to count or to log) has the
-// embedded store's TakeBrief or ApplyLocal promoted all the same, and the
+// embedded store's TakeBrief, ApplyLocal or ApplyBy promoted all the same, and the
 // Limiter calls those instead of its Apply: such a wrapper must define
 // them too, or hold the store in a named field rather than embed it.
 type Store interface {
@@ -56,4 +68,10 @@ type Store interface {
 // localApplier is the optional method of a Store described in Store's doc.
 type localApplier interface {
 	ApplyLocal(op engine.Op) (engine.Result, bool)
+}
+
+// deadlineApplier is the optional method of a Store described in Store's
+// doc.
+type deadlineApplier interface {
+	ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error)
 }

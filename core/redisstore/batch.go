@@ -32,13 +32,16 @@ type call struct {
 	keys   []string
 	args   []any
 	op     engine.Op
-	leased bool               // the plan has a Concurrency limit: a Take may acquire a lease
-	ctx    context.Context    // what the call runs under (see bind)
-	cancel context.CancelFunc // ctx's, or nil
-	done   chan result        // buffered: a sender never blocks
-	state  atomic.Uint32
-	lane   *lane // the lane that counts the call in flight (Apply's calls; see leave)
-	sent   int64 // inline calls that leave a receipt: when sent, server µs, a lower bound (see lostReceipt)
+	leased bool            // the plan has a Concurrency limit: a Take may acquire a lease
+	ctx    context.Context // what the call runs under (see bind)
+	// deadline is when the call gives up (see bind): the script refuses
+	// to run past it (stamp), and a batch waits for no reply much longer
+	// (send). Zero: none.
+	deadline time.Time
+	done     chan result // buffered: a sender never blocks
+	state    atomic.Uint32
+	lane     *lane // the lane that counts the call in flight (Apply's calls; see leave)
+	sent     int64 // inline calls that leave a receipt: when sent, server µs, a lower bound (see lostReceipt)
 
 	once   sendOnce
 	keyBuf [2]string
@@ -65,42 +68,92 @@ type result struct {
 // connection it was due on.
 const lateGrace = time.Second
 
-// bind prepares c to run for a caller waiting under ctx. It runs under
-// ctx, but for a Release, which frees units its caller holds and is wanted
-// even once the caller has given up (a Release is idempotent, and undoing
-// it would hold the units until the lease runs out): that one runs under a
-// context that outlives ctx by lateGrace.
-func (c *call) bind(ctx context.Context) {
+// bind prepares c to run for a caller waiting under ctx and until
+// c.deadline (ApplyBy's, or none), and returns when that caller stops
+// waiting: the earlier of ctx's deadline and c.deadline, or zero for never.
+// c runs under ctx and until then, but for a Release, which frees units
+// its caller holds and is wanted even once the caller has given up (a
+// Release is idempotent, and undoing it would hold the units until the
+// lease runs out): that one runs under ctx without its cancellation, and
+// until lateGrace after its caller gives up.
+func (c *call) bind(ctx context.Context) (giveUp time.Time) {
+	if d, ok := ctx.Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
+		c.deadline = d
+	}
+	giveUp = c.deadline
 	c.ctx, c.done = ctx, make(chan result, 1)
-	if c.op.Kind != engine.Release {
-		return
-	}
-	if d, ok := ctx.Deadline(); ok {
-		c.ctx, c.cancel = context.WithDeadline(context.WithoutCancel(ctx), d.Add(lateGrace))
-	} else {
+	if c.op.Kind == engine.Release {
 		c.ctx = context.WithoutCancel(ctx)
+		if !giveUp.IsZero() {
+			c.deadline = giveUp.Add(lateGrace)
+		}
 	}
+	return giveUp
 }
 
-// unbind frees what bind made.
-func (c *call) unbind() {
-	if c.cancel != nil {
-		c.cancel()
+// gone returns why c's caller no longer waits at now, or nil while it
+// does.
+func (c *call) gone(now time.Time) error {
+	if err := c.ctx.Err(); err != nil {
+		return err
 	}
+	if !c.deadline.IsZero() && !now.Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
-// wait returns c's result, or ctx's error if ctx ends first and the call is
-// not answered by then.
-func (c *call) wait(ctx context.Context) (any, error) {
+// wait returns c's result, or an error once ctx ends or giveUp passes
+// (timer, started at giveUp; nil for never) if the call is not answered by
+// then.
+func (c *call) wait(ctx context.Context, timer *time.Timer) (any, error) {
+	var expired <-chan time.Time
+	if timer != nil {
+		expired = timer.C
+	}
+	var err error
 	select {
 	case r := <-c.done:
 		return r.v, r.err
 	case <-ctx.Done():
-		if c.state.CompareAndSwap(pending, abandoned) {
-			return nil, ctx.Err()
-		}
-		r := <-c.done // answered just now
-		return r.v, r.err
+		err = ctx.Err()
+	case <-expired:
+		err = context.DeadlineExceeded
+	}
+	if c.state.CompareAndSwap(pending, abandoned) {
+		return nil, err
+	}
+	r := <-c.done // answered just now
+	return r.v, r.err
+}
+
+// Timers for the callers of batched and direct calls, who wait until a
+// deadline: one reused per wait, where a context with that deadline would
+// make a timer, a context and a channel per call (see Store.ApplyBy).
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// startTimer returns a timer that fires at giveUp, or nil for a zero
+// giveUp. Give it back with stopTimer.
+func startTimer(giveUp time.Time) *time.Timer {
+	if giveUp.IsZero() {
+		return nil
+	}
+	t := timers.Get().(*time.Timer)
+	t.Reset(time.Until(giveUp))
+	return t
+}
+
+// stopTimer stops t and keeps it for another wait. Since Go 1.23 a
+// stopped timer's channel holds no stale value, so the next Reset starts
+// afresh.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+		timers.Put(t)
 	}
 }
 
@@ -118,7 +171,6 @@ func (c *call) leave() {
 // reply to the store to undo what it did, and reports whether the caller
 // was answered.
 func (s *Store) finish(c *call, v any, err error) bool {
-	c.unbind()
 	c.leave()
 	if c.state.CompareAndSwap(pending, answered) {
 		c.done <- result{v: v, err: err}
@@ -160,19 +212,26 @@ func newBatcher(s *Store, client Client, addr string, size, workers int) *batche
 // do runs the script through a worker, returning when it is done or when
 // ctx is, whichever is first.
 func (b *batcher) do(ctx context.Context, c *call) (any, error) {
-	c.bind(ctx)
+	timer := startTimer(c.bind(ctx))
+	defer stopTimer(timer)
+	var expired <-chan time.Time
+	if timer != nil {
+		expired = timer.C
+	}
+	var err error
 	select {
 	case b.queue <- c:
-	case <-ctx.Done(): // not sent: the queue is full (a stalled server)
-		c.unbind()
-		c.leave()
-		return nil, ctx.Err()
+		return c.wait(ctx, timer) // Close answers what it stops with ErrClosed
+	// Not sent: the queue is full (a stalled server).
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-expired:
+		err = context.DeadlineExceeded
 	case <-b.stop:
-		c.unbind()
-		c.leave()
-		return nil, core.ErrClosed
+		err = core.ErrClosed
 	}
-	return c.wait(ctx) // Close answers what it stops with ErrClosed
+	c.leave()
+	return nil, err
 }
 
 func (b *batcher) close() {
@@ -221,16 +280,17 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 	live := batch[:0]
 	var latest time.Time
 	bounded := true
+	now := time.Now()
 	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
+		if err := c.gone(now); err != nil {
 			s.finish(c, nil, err) // its caller is gone: never run it
 			continue
 		}
 		live = append(live, c)
-		if d, ok := c.ctx.Deadline(); !ok {
+		if c.deadline.IsZero() {
 			bounded = false
-		} else if d.After(latest) {
-			latest = d
+		} else if c.deadline.After(latest) {
+			latest = c.deadline
 		}
 	}
 	if len(live) == 0 {
@@ -393,9 +453,10 @@ func (s *Store) evalOne(ctx context.Context, c *call) *redis.Cmd {
 // without batching: the caller returns at its deadline, and the reply is
 // still read after it.
 func (s *Store) direct(ctx context.Context, l *lane, c *call) (any, error) {
-	c.bind(ctx)
+	timer := startTimer(c.bind(ctx))
+	defer stopTimer(timer)
 	go s.send(context.Background(), l.client, l.addr, []*call{c})
-	return c.wait(ctx)
+	return c.wait(ctx, timer)
 }
 
 // waitFor adds WAIT to pipe, with WithWait, when calls has a state-changing

@@ -58,7 +58,21 @@ var recoverScript = newScript(recoverLua)
 // by its caller, waiting under ctx (see above).
 func (s *Store) canInline(ctx context.Context, l *lane, c *call) bool {
 	_, ok := ctx.Deadline()
-	return ok && l.honours && !c.leased && c.op.Kind != engine.Release && s.clock.known()
+	return (ok || !c.deadline.IsZero()) && l.honours && !c.leased && c.op.Kind != engine.Release && s.clock.known()
+}
+
+// inlineBy runs c inline (see inline) until the earlier of ctx's deadline
+// and c.deadline (ApplyBy's), under a context that carries it, for go-redis
+// to bound the command's reads and writes by.
+func (s *Store) inlineBy(ctx context.Context, l *lane, c *call) (any, error) {
+	if !c.deadline.IsZero() {
+		if d, ok := ctx.Deadline(); !ok || c.deadline.Before(d) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, c.deadline)
+			defer cancel()
+		}
+	}
+	return s.inline(ctx, l, c)
 }
 
 // inline runs c for its caller, waiting under ctx, on l (see above).
@@ -68,6 +82,7 @@ func (s *Store) inline(ctx context.Context, l *lane, c *call) (any, error) {
 		return nil, err
 	}
 	c.ctx = ctx
+	c.deadline, _ = ctx.Deadline()
 	if s.opTTL == 0 && c.undoable() {
 		c.args[5], c.args[6] = l.id, l.seq.Add(1)
 		c.sent = s.clock.deadline(time.Now()) // no later than the server's time now
@@ -105,7 +120,7 @@ func (s *Store) inline(ctx context.Context, l *lane, c *call) (any, error) {
 // ends the count of c in flight on its lane.
 func (s *Store) recover(c *call) {
 	defer c.leave()
-	d, _ := c.ctx.Deadline()
+	d := c.deadline
 	ctx, cancel := context.WithDeadline(context.Background(), d.Add(lateGrace))
 	defer cancel()
 	fail := func(err error) {

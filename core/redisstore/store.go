@@ -273,6 +273,16 @@ func ceilMillis(d time.Duration) int64 {
 // round trip whatever the number of limits. Time is op.Now when set, else
 // the Redis server's TIME.
 func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) {
+	return s.ApplyBy(ctx, op, time.Time{})
+}
+
+// ApplyBy is Apply until deadline as well as under ctx (a zero deadline
+// adds none): core.Limiter calls it with the Limiter's timeout (see
+// core.Store), where a context with that deadline would cost a timer, a
+// context and a channel on every call. A caller whose operation waits in a
+// batch waits with a timer it reuses; one that sends its own command is
+// given a context with the deadline, for go-redis to bound its reads by.
+func (s *Store) ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error) {
 	if s.closed.Load() {
 		return engine.Result{}, fmt.Errorf("redisstore: %s: %w", op.Kind, core.ErrClosed)
 	}
@@ -280,13 +290,14 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 		return engine.Result{}, err
 	}
 	c := s.newCall(&op)
+	c.deadline = deadline
 	l := s.lanes.of(c.keys[0])
 	c.lane = l
 	var reply any
 	var err error
 	switch {
 	case l.inflight.Add(1) == 1 && s.canInline(ctx, l, c):
-		reply, err = s.inline(ctx, l, c)
+		reply, err = s.inlineBy(ctx, l, c)
 	case l.batch != nil:
 		reply, err = l.batch.do(ctx, c)
 	default:
@@ -485,8 +496,8 @@ const recordSlack = 200
 // lives (with many live records, about as much as the decision itself), so
 // it lives no longer than a retried copy of its command can arrive.
 func (s *Store) stamp(c *call) {
-	d, ok := c.ctx.Deadline()
-	if !ok {
+	d := c.deadline
+	if d.IsZero() {
 		return
 	}
 	if c.op.Kind != engine.Peek {

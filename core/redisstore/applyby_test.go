@@ -1,0 +1,84 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
+)
+
+// ApplyBy gives up at its deadline on a stalled server (SIGSTOP), on each
+// path a call takes: sent by a lone caller itself (inline), batched behind
+// another call in flight, and on a store without batching; and at its
+// context's deadline when that comes first. A core.Limiter gives the store
+// its timeout this way, with no context of its own: this is what bounds a
+// caller's wait.
+func TestApplyByGivesUpAtItsDeadline(t *testing.T) {
+	const by = 150 * time.Millisecond
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	plan := planOf("", core.PerSecond(10))
+	take := func(key string) engine.Op { return engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: 1} }
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{{"batched", nil}, {"unbatched", []Option{WithBatching(0, 0)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, c, tc.opts...)
+			// A first call teaches the store the server's clock, which a
+			// call sent inline needs.
+			if _, err := s.Apply(context.Background(), take("warm")); err != nil {
+				t.Fatal(err)
+			}
+			srv.signal(syscall.SIGSTOP)
+			defer srv.signal(syscall.SIGCONT)
+			type outcome struct {
+				took time.Duration
+				err  error
+			}
+			calls := []struct {
+				name string
+				ctx  func() (context.Context, context.CancelFunc)
+				by   time.Duration
+			}{
+				{"lone caller", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, by},
+				{"a second caller", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, by},
+				{"its context's deadline first", func() (context.Context, context.CancelFunc) {
+					return context.WithTimeout(context.Background(), by)
+				}, time.Hour},
+			}
+			out := make([]outcome, len(calls))
+			var wg sync.WaitGroup
+			for i, cl := range calls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := cl.ctx()
+					defer cancel()
+					start := time.Now()
+					_, err := s.ApplyBy(ctx, take(cl.name), start.Add(cl.by))
+					out[i] = outcome{time.Since(start), err}
+				}()
+				time.Sleep(20 * time.Millisecond) // in flight in this order
+			}
+			wg.Wait()
+			for i, cl := range calls {
+				o := out[i]
+				if !errors.Is(o.err, context.DeadlineExceeded) {
+					t.Errorf("%s: err = %v, want the deadline's", cl.name, o.err)
+				}
+				if o.took < by-5*time.Millisecond || o.took > by+slack {
+					t.Errorf("%s: gave up after %v, want %v (+%v slack)", cl.name, o.took, by, slack)
+				}
+			}
+		})
+	}
+}
