@@ -38,10 +38,14 @@ type call struct {
 	// to run past it (stamp), and a batch waits for no reply much longer
 	// (send). Zero: none.
 	deadline time.Time
-	done     chan result // buffered: a sender never blocks
-	state    atomic.Uint32
-	lane     *lane // the lane that counts the call in flight (Apply's calls; see leave)
-	sent     int64 // inline calls that leave a receipt: when sent, server µs, a lower bound (see lostReceipt)
+	// done has the call's answer, res, once it is there: buffered, so that
+	// its sender never blocks, and of struct{}, one allocation where a
+	// channel of result would be two.
+	done  chan struct{}
+	res   result
+	state atomic.Uint32
+	lane  *lane // the lane that counts the call in flight (Apply's calls; see leave)
+	sent  int64 // inline calls that leave a receipt: when sent, server µs, a lower bound (see lostReceipt)
 
 	once   sendOnce
 	keyBuf [2]string
@@ -81,7 +85,7 @@ func (c *call) bind(ctx context.Context) (giveUp time.Time) {
 		c.deadline = d
 	}
 	giveUp = c.deadline
-	c.ctx, c.done = ctx, make(chan result, 1)
+	c.ctx, c.done = ctx, make(chan struct{}, 1)
 	if c.op.Kind == engine.Release {
 		c.ctx = context.WithoutCancel(ctx)
 		if !giveUp.IsZero() {
@@ -113,8 +117,8 @@ func (c *call) wait(ctx context.Context, timer *time.Timer) (any, error) {
 	}
 	var err error
 	select {
-	case r := <-c.done:
-		return r.v, r.err
+	case <-c.done:
+		return c.res.v, c.res.err
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-expired:
@@ -123,8 +127,8 @@ func (c *call) wait(ctx context.Context, timer *time.Timer) (any, error) {
 	if c.state.CompareAndSwap(pending, abandoned) {
 		return nil, err
 	}
-	r := <-c.done // answered just now
-	return r.v, r.err
+	<-c.done // answered just now
+	return c.res.v, c.res.err
 }
 
 // Timers for the callers of batched and direct calls, who wait until a
@@ -157,6 +161,21 @@ func stopTimer(t *time.Timer) {
 	}
 }
 
+// evalSha returns c's EVALSHA command, for go-redis's Do: what EvalSha
+// sends, in one allocation where EvalSha makes four (it boxes the
+// command's name and the script's SHA-1 on every call).
+func (c *call) evalSha() []any {
+	cmd := make([]any, 0, 3+len(c.keys)+len(c.args))
+	cmd = append(cmd, evalshaName, c.script.shaArg, len(c.keys))
+	for _, k := range c.keys {
+		cmd = append(cmd, k)
+	}
+	return append(cmd, c.args...)
+}
+
+// evalshaName is the command's name, boxed once.
+var evalshaName any = "evalsha"
+
 // leave ends the count of c among its lane's calls in flight, if it is
 // counted there. It runs once the call is done with: answered, dropped, or
 // for a call its caller sent itself, once its lost reply is recovered.
@@ -173,7 +192,8 @@ func (c *call) leave() {
 func (s *Store) finish(c *call, v any, err error) bool {
 	c.leave()
 	if c.state.CompareAndSwap(pending, answered) {
-		c.done <- result{v: v, err: err}
+		c.res = result{v: v, err: err}
+		c.done <- struct{}{}
 		return true
 	}
 	if err == nil {
@@ -332,7 +352,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := client.Pipeline()
 	for i, c := range calls {
-		cmds[i] = pipe.EvalSha(ctx, c.script.sha, c.keys, c.args...)
+		cmds[i] = pipe.Do(ctx, c.evalSha()...)
 		c.once.cmd.Store(cmds[i])
 	}
 	// A node whose replicas have acknowledged no WAIT for waitGrace is
@@ -386,7 +406,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		pipe = s.client.Pipeline()
 		for _, i := range redirect {
 			rearm(calls[i].args)
-			cmds[i] = pipe.EvalSha(ctx, calls[i].script.sha, calls[i].keys, calls[i].args...)
+			cmds[i] = pipe.Do(ctx, calls[i].evalSha()...)
 			calls[i].once.cmd.Store(cmds[i])
 		}
 		_, _ = pipe.Exec(ctx)

@@ -15,6 +15,7 @@ import (
 // runs it by.
 type script struct {
 	src, sha string
+	shaArg   any // sha, boxed once for the commands that run it (call.evalSha)
 	// A specialized script: loaded on the store's nodes (SCRIPT LOAD), and
 	// a load running (see useScript).
 	loaded, loading atomic.Bool
@@ -22,7 +23,8 @@ type script struct {
 
 func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+	sha := hex.EncodeToString(sum[:])
+	return &script{src: src, sha: sha, shaArg: sha}
 }
 
 // The script's source is apply.lua.tmpl, a text/template rendered two

@@ -61,13 +61,14 @@ func (s *Store) stateKey(scope, k string) string {
 	if scope != "" {
 		sc = escape(scope) + `\:`
 	}
-	b := make([]byte, 0, len(s.prefix)+len(sc)+len(t)+2)
-	b = append(b, s.prefix...)
-	b = append(b, '{')
-	b = append(b, sc...)
-	b = append(b, t...)
-	b = append(b, '}')
-	return string(b)
+	var b strings.Builder // one allocation: the key's bytes become the string
+	b.Grow(len(s.prefix) + len(sc) + len(t) + 2)
+	b.WriteString(s.prefix)
+	b.WriteByte('{')
+	b.WriteString(sc)
+	b.WriteString(t)
+	b.WriteByte('}')
+	return b.String()
 }
 
 // logKey returns the key of the log of the k-th limit of layout ident.
