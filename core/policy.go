@@ -126,8 +126,9 @@ func Fallback(store Store, opts ...FallbackOption) FailurePolicy {
 	return p
 }
 
-// WithTimeout bounds every store call by d (a context deadline), unless
-// the store is InProcess. A call that times out is a failure: the failure
+// WithTimeout bounds every store call by d (a context deadline, or the
+// deadline of the store's ApplyBy: see Store), unless the store is
+// InProcess. A call that times out is a failure: the failure
 // policy answers it, and it counts towards opening the breaker (see
 // Breaker). d must be positive. Default: DefaultTimeout.
 func WithTimeout(d time.Duration) Option {
