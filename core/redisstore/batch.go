@@ -152,12 +152,23 @@ func startTimer(giveUp time.Time) *time.Timer {
 }
 
 // stopTimer stops t and keeps it for another wait. Since Go 1.23 a
-// stopped timer's channel holds no stale value, so the next Reset starts
-// afresh.
+// stopped timer's channel holds no stale value; a program that asks for
+// the old timers (GODEBUG asynctimerchan=1) may find one there, which
+// would end the next wait at once: it is drained.
 func stopTimer(t *time.Timer) {
 	if t != nil {
-		t.Stop()
+		quiet(t)
 		timers.Put(t)
+	}
+}
+
+// quiet stops t and empties its channel.
+func quiet(t *time.Timer) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
 	}
 }
 

@@ -37,7 +37,8 @@ import (
 // call, which would replace the lane's receipt in a key, goes to the
 // batcher instead of inline.
 //
-// A call is sent inline when its context has a deadline, its lane's client
+// A call is sent inline when it has a deadline (its context's, or
+// ApplyBy's, which the call's context then carries), its lane's client
 // bounds reads by that deadline (ContextTimeoutEnabled, and a ReadTimeout
 // that sets deadlines), the store has learned the server's clock (to stamp
 // the deadline), and its plan has no Concurrency limit (a receipt carries
