@@ -81,9 +81,7 @@ const lateGrace = time.Second
 // lease runs out): that one runs under ctx without its cancellation, and
 // until lateGrace after its caller gives up.
 func (c *call) bind(ctx context.Context) (giveUp time.Time) {
-	if d, ok := ctx.Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
-		c.deadline = d
-	}
+	c.deadline = earlier(ctx, c.deadline)
 	giveUp = c.deadline
 	c.ctx, c.done = ctx, make(chan struct{}, 1)
 	if c.op.Kind == engine.Release {
@@ -93,6 +91,15 @@ func (c *call) bind(ctx context.Context) (giveUp time.Time) {
 		}
 	}
 	return giveUp
+}
+
+// earlier returns the earlier of ctx's deadline and d, zero for none;
+// a zero d is none.
+func earlier(ctx context.Context, d time.Time) time.Time {
+	if cd, ok := ctx.Deadline(); ok && (d.IsZero() || cd.Before(d)) {
+		return cd
+	}
+	return d
 }
 
 // gone returns why c's caller no longer waits at now, or nil while it
@@ -111,17 +118,13 @@ func (c *call) gone(now time.Time) error {
 // (timer, started at giveUp; nil for never) if the call is not answered by
 // then.
 func (c *call) wait(ctx context.Context, timer *time.Timer) (any, error) {
-	var expired <-chan time.Time
-	if timer != nil {
-		expired = timer.C
-	}
 	var err error
 	select {
 	case <-c.done:
 		return c.res.v, c.res.err
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-expired:
+	case <-fired(timer):
 		err = context.DeadlineExceeded
 	}
 	if c.state.CompareAndSwap(pending, abandoned) {
@@ -149,6 +152,14 @@ func startTimer(giveUp time.Time) *time.Timer {
 	t := timers.Get().(*time.Timer)
 	t.Reset(time.Until(giveUp))
 	return t
+}
+
+// fired returns t's channel, or nil (which never fires) for a nil t.
+func fired(t *time.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
 }
 
 // stopTimer stops t and keeps it for another wait. Since Go 1.23 a
@@ -245,10 +256,6 @@ func newBatcher(s *Store, client Client, addr string, size, workers int) *batche
 func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	timer := startTimer(c.bind(ctx))
 	defer stopTimer(timer)
-	var expired <-chan time.Time
-	if timer != nil {
-		expired = timer.C
-	}
 	var err error
 	select {
 	case b.queue <- c:
@@ -256,7 +263,7 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	// Not sent: the queue is full (a stalled server).
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-expired:
+	case <-fired(timer):
 		err = context.DeadlineExceeded
 	case <-b.stop:
 		err = core.ErrClosed

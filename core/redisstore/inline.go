@@ -56,34 +56,25 @@ var recoverLua string
 var recoverScript = newScript(recoverLua)
 
 // canInline reports whether c, which has its lane l to itself, may be sent
-// by its caller, waiting under ctx (see above).
-func (s *Store) canInline(ctx context.Context, l *lane, c *call) bool {
-	_, ok := ctx.Deadline()
-	return (ok || !c.deadline.IsZero()) && l.honours && !c.leased && c.op.Kind != engine.Release && s.clock.known()
+// by its caller (see above).
+func (s *Store) canInline(l *lane, c *call) bool {
+	return !c.deadline.IsZero() && l.honours && !c.leased && c.op.Kind != engine.Release && s.clock.known()
 }
 
-// inlineBy runs c inline (see inline) until the earlier of ctx's deadline
-// and c.deadline (ApplyBy's), under a context that carries it, for go-redis
+// inline runs c for its caller, waiting under ctx and until c.deadline,
+// on l (see above): under a context that carries c.deadline, for go-redis
 // to bound the command's reads and writes by.
-func (s *Store) inlineBy(ctx context.Context, l *lane, c *call) (any, error) {
-	if !c.deadline.IsZero() {
-		if d, ok := ctx.Deadline(); !ok || c.deadline.Before(d) {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, c.deadline)
-			defer cancel()
-		}
-	}
-	return s.inline(ctx, l, c)
-}
-
-// inline runs c for its caller, waiting under ctx, on l (see above).
 func (s *Store) inline(ctx context.Context, l *lane, c *call) (any, error) {
+	if d, ok := ctx.Deadline(); !ok || c.deadline.Before(d) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.deadline)
+		defer cancel()
+	}
 	if err := ctx.Err(); err != nil {
 		c.leave()
 		return nil, err
 	}
 	c.ctx = ctx
-	c.deadline, _ = ctx.Deadline()
 	if s.opTTL == 0 && c.undoable() {
 		c.args[5], c.args[6] = l.id, l.seq.Add(1)
 		c.sent = s.clock.deadline(time.Now()) // no later than the server's time now

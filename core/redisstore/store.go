@@ -290,14 +290,14 @@ func (s *Store) ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (
 		return engine.Result{}, err
 	}
 	c := s.newCall(&op)
-	c.deadline = deadline
+	c.deadline = earlier(ctx, deadline)
 	l := s.lanes.of(c.keys[0])
 	c.lane = l
 	var reply any
 	var err error
 	switch {
-	case l.inflight.Add(1) == 1 && s.canInline(ctx, l, c):
-		reply, err = s.inlineBy(ctx, l, c)
+	case l.inflight.Add(1) == 1 && s.canInline(l, c):
+		reply, err = s.inline(ctx, l, c)
 	case l.batch != nil:
 		reply, err = l.batch.do(ctx, c)
 	default:
