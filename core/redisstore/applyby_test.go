@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,12 +20,15 @@ import (
 // another call in flight, and on a store without batching; and at its
 // context's deadline when that comes first. A core.Limiter gives the store
 // its timeout this way, with no context of its own: this is what bounds a
-// caller's wait.
+// caller's wait. The calls' receipts (ARGV[6], the lane, set only on a
+// call sent inline) show which path each took.
 func TestApplyByGivesUpAtItsDeadline(t *testing.T) {
 	const by = 150 * time.Millisecond
 	srv := startServer(t)
 	c := redis.NewClient(clientOptions(srv.addr))
 	defer c.Close()
+	lanes := &receiptLanes{byKey: map[string]string{}}
+	c.AddHook(lanes)
 	plan := planOf("", core.PerSecond(10))
 	take := func(key string) engine.Op { return engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: 1} }
 	for _, tc := range []struct {
@@ -71,6 +75,10 @@ func TestApplyByGivesUpAtItsDeadline(t *testing.T) {
 			}
 			wg.Wait()
 			for i, cl := range calls {
+				// Sent inline, with its lane, or by a worker, with 0.
+				if lane, inline := lanes.of(s.stateKey("", cl.name)), i == 0; lane == "" || (lane != "0") != inline {
+					t.Errorf("%s: sent with lane %q, want it sent inline: %v", cl.name, lane, inline)
+				}
 				o := out[i]
 				if !errors.Is(o.err, context.DeadlineExceeded) {
 					t.Errorf("%s: err = %v, want the deadline's", cl.name, o.err)
@@ -81,4 +89,34 @@ func TestApplyByGivesUpAtItsDeadline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// receiptLanes is a redis.Hook that records, by its state key, the lane
+// each script command was sent with (ARGV[6]: 0 unless sent
+// inline).
+type receiptLanes struct {
+	mu    sync.Mutex
+	byKey map[string]string
+}
+
+func (h *receiptLanes) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *receiptLanes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *receiptLanes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		for _, cmd := range cmds {
+			if args := cmd.Args(); isScriptCmd(cmd) && len(args) > 9 {
+				h.byKey[fmt.Sprint(args[3])] = fmt.Sprint(args[9])
+			}
+		}
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// of returns the lane of the command on the state key k, or "".
+func (h *receiptLanes) of(k string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.byKey[k]
 }
