@@ -22,7 +22,8 @@ import (
 // A caller waits for its call until its context ends; the call itself goes
 // on past that (see lateGrace), so that its reply is never lost to a
 // caller that left: state records who went first. A caller that finds its
-// context done moves it from pending to abandoned, and is then answered by
+// context done (or its batcher's watch, once its deadline has passed:
+// watch.go) moves it from pending to abandoned, and is then answered by
 // the failure policy without this call; a sender with the reply moves it
 // from pending to answered, and delivers. A reply that finds its call
 // abandoned is one the caller was not told of: if it changed the key's
@@ -38,6 +39,10 @@ type call struct {
 	// to run past it (stamp), and a batch waits for no reply much longer
 	// (send). Zero: none.
 	deadline time.Time
+	// giveUp and slot are for a batcher's watch: when the caller gives
+	// up (bind), and where the watch keeps the call.
+	giveUp time.Time
+	slot   int32
 	// done has the call's answer, res, once it is there: buffered, so that
 	// its sender never blocks, and of struct{}, one allocation where a
 	// channel of result would be two.
@@ -115,8 +120,9 @@ func (c *call) gone(now time.Time) error {
 }
 
 // wait returns c's result, or an error once ctx ends or giveUp passes
-// (timer, started at giveUp; nil for never) if the call is not answered by
-// then.
+// (timer, started at giveUp; nil for never, or for a call its batcher's
+// watch gives up for, which answers it with the error) if the call is not
+// answered by then.
 func (c *call) wait(ctx context.Context, timer *time.Timer) (any, error) {
 	var err error
 	select {
@@ -134,9 +140,10 @@ func (c *call) wait(ctx context.Context, timer *time.Timer) (any, error) {
 	return c.res.v, c.res.err
 }
 
-// Timers for the callers of batched and direct calls, who wait until a
-// deadline: one reused per wait, where a context with that deadline would
-// make a timer, a context and a channel per call (see Store.ApplyBy).
+// Timers for the callers of direct calls (WithBatching(0, 0)), who wait
+// until a deadline: one reused per wait, where a context with that
+// deadline would make a timer, a context and a channel per call (see
+// Store.ApplyBy). Batched calls share their batcher's (watch.go).
 var timers = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
@@ -234,6 +241,7 @@ type batcher struct {
 	addr          string // the node's, "" when not on a Cluster
 	size, workers int
 	queue         chan *call
+	watch         *watch        // gives up for the callers at their deadlines
 	stop          chan struct{} // closed by close
 	ctx           context.Context
 	cancel        context.CancelFunc
@@ -242,7 +250,7 @@ type batcher struct {
 
 func newBatcher(s *Store, client Client, addr string, size, workers int) *batcher {
 	b := &batcher{s: s, client: client, addr: addr, size: size, workers: workers,
-		queue: make(chan *call, size*workers), stop: make(chan struct{})}
+		queue: make(chan *call, size*workers), watch: newWatch(), stop: make(chan struct{})}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.wg.Add(workers)
 	for range workers {
@@ -251,20 +259,23 @@ func newBatcher(s *Store, client Client, addr string, size, workers int) *batche
 	return b
 }
 
-// do runs the script through a worker, returning when it is done or when
-// ctx is, whichever is first.
+// do runs the script through a worker, returning when it is done, when
+// ctx is, or when the caller's deadline passes (the batcher's watch),
+// whichever is first.
 func (b *batcher) do(ctx context.Context, c *call) (any, error) {
-	timer := startTimer(c.bind(ctx))
-	defer stopTimer(timer)
+	if c.giveUp = c.bind(ctx); !c.giveUp.IsZero() {
+		b.watch.add(c)
+		defer b.watch.remove(c)
+	}
 	var err error
 	select {
 	case b.queue <- c:
-		return c.wait(ctx, timer) // Close answers what it stops with ErrClosed
+		return c.wait(ctx, nil) // Close answers what it stops with ErrClosed
 	// Not sent: the queue is full (a stalled server).
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-fired(timer):
-		err = context.DeadlineExceeded
+	case <-c.done: // the watch gave up for the caller
+		err = c.res.err
 	case <-b.stop:
 		err = core.ErrClosed
 	}
@@ -274,6 +285,7 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 
 func (b *batcher) close() {
 	close(b.stop)
+	b.watch.stop()
 	b.cancel()
 	b.wg.Wait()
 	for {
