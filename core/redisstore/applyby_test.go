@@ -120,3 +120,44 @@ func (h *receiptLanes) of(k string) string {
 	defer h.mu.Unlock()
 	return h.byKey[k]
 }
+
+// A caller whose call waits in a worker's pipeline on a stalled server
+// (SIGSTOP) still gives up at its deadline when the store is closed
+// meanwhile: closing cancels the pipeline, which a read blocked on the
+// socket does not see, so only the batcher's watch (watch.go) can answer
+// the caller in time; it must outlive the close.
+func TestClosingStoreKeepsCallersDeadlines(t *testing.T) {
+	const by = 300 * time.Millisecond
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	s := newStore(t, c)
+	plan := planOf("", core.PerSecond(10))
+	take := func(key string) engine.Op { return engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: 1} }
+	if _, err := s.Apply(context.Background(), take("warm")); err != nil {
+		t.Fatal(err)
+	}
+	srv.signal(syscall.SIGSTOP)
+	defer srv.signal(syscall.SIGCONT)
+	took := make([]time.Duration, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, key := range []string{"first", "batched"} { // the first is sent inline, the second by a worker
+		wg.Go(func() {
+			start := time.Now()
+			_, errs[i] = s.ApplyBy(context.Background(), take(key), start.Add(by))
+			took[i] = time.Since(start)
+		})
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the second is in a worker's pipeline
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, name := range []string{"inline", "batched"} {
+		if errs[i] == nil || took[i] > by+slack {
+			t.Errorf("%s caller: %v after %v, want an error by %v (+%v slack)", name, errs[i], took[i], by, slack)
+		}
+	}
+}

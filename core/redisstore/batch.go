@@ -285,7 +285,6 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 
 func (b *batcher) close() {
 	close(b.stop)
-	b.watch.stop()
 	b.cancel()
 	b.wg.Wait()
 	for {

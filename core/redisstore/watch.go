@@ -21,7 +21,10 @@ import (
 // come in the order the calls do: the earliest deadline watched is that of
 // the oldest call in flight, the timer is rarely set again as calls come,
 // and it fires about once a timeout while calls keep coming, each time
-// looking over the calls in flight.
+// looking over the calls in flight. It is never stopped, not even when
+// its batcher closes, as a caller whose call waits in a stalled server's
+// socket still gives up at its deadline then: once no call is watched it
+// is not set again, and a timer that is not set costs nothing.
 type watch struct {
 	mu    sync.Mutex
 	calls []*call // by slot (call.slot); nil: free
@@ -89,13 +92,4 @@ func (w *watch) fire() {
 	if !next.IsZero() {
 		w.timer.Reset(time.Until(next))
 	}
-}
-
-// stop stops the timer, for a batcher that closes: the calls it still
-// watches are answered with core.ErrClosed.
-func (w *watch) stop() {
-	w.mu.Lock()
-	w.timer.Stop()
-	w.at = time.Time{}
-	w.mu.Unlock()
 }

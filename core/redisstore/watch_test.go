@@ -19,7 +19,6 @@ func watched(giveUp time.Time) *call {
 // given up at their own, not before, and not held up by a later one.
 func TestWatchGivesUpAtEachDeadline(t *testing.T) {
 	w := newWatch()
-	defer w.stop()
 	start := time.Now()
 	offsets := []time.Duration{300, 60, 180, 120} // ms; the second is the earliest
 	woke := make([]time.Duration, len(offsets))
@@ -52,7 +51,6 @@ func TestWatchGivesUpAtEachDeadline(t *testing.T) {
 // its answer, and its caller is not woken twice.
 func TestWatchLeavesAnsweredCalls(t *testing.T) {
 	w := newWatch()
-	defer w.stop()
 	s := &Store{}
 	early := watched(time.Now().Add(30 * time.Millisecond))
 	late := watched(time.Now().Add(30 * time.Millisecond))
@@ -82,7 +80,6 @@ func TestWatchLeavesAnsweredCalls(t *testing.T) {
 // are removed.
 func TestWatchReusesItsSlots(t *testing.T) {
 	w := newWatch()
-	defer w.stop()
 	for range 1000 {
 		a, b := watched(time.Now().Add(time.Hour)), watched(time.Now().Add(time.Hour))
 		w.add(a)
