@@ -39,16 +39,13 @@ type call struct {
 	// to run past it (stamp), and a batch waits for no reply much longer
 	// (send). Zero: none.
 	deadline time.Time
-	// giveUp and slot are for a batcher's watch: when the caller gives
-	// up (bind), and where the watch keeps the call.
-	giveUp time.Time
-	slot   int32
 	// done has the call's answer, res, once it is there: buffered, so that
 	// its sender never blocks, and of struct{}, one allocation where a
 	// channel of result would be two.
 	done  chan struct{}
 	res   result
 	state atomic.Uint32
+	slot  int32 // where a batcher's watch keeps the call
 	lane  *lane // the lane that counts the call in flight (Apply's calls; see leave)
 	sent  int64 // inline calls that leave a receipt: when sent, server µs, a lower bound (see lostReceipt)
 
@@ -96,6 +93,15 @@ func (c *call) bind(ctx context.Context) (giveUp time.Time) {
 		}
 	}
 	return giveUp
+}
+
+// giveUp returns when c's caller gives up, as bind returned it: c's
+// deadline, but for a Release, which runs until lateGrace after it.
+func (c *call) giveUp() time.Time {
+	if c.op.Kind == engine.Release && !c.deadline.IsZero() {
+		return c.deadline.Add(-lateGrace)
+	}
+	return c.deadline
 }
 
 // earlier returns the earlier of ctx's deadline and d, zero for none;
@@ -263,7 +269,7 @@ func newBatcher(s *Store, client Client, addr string, size, workers int) *batche
 // ctx is, or when the caller's deadline passes (the batcher's watch),
 // whichever is first.
 func (b *batcher) do(ctx context.Context, c *call) (any, error) {
-	if c.giveUp = c.bind(ctx); !c.giveUp.IsZero() {
+	if !c.bind(ctx).IsZero() {
 		b.watch.add(c)
 		defer b.watch.remove(c)
 	}

@@ -40,7 +40,7 @@ func newWatch() *watch {
 	return w
 }
 
-// add watches c, whose caller gives up at c.giveUp (not zero).
+// add watches c, whose caller gives up at c.giveUp(), not zero.
 func (w *watch) add(c *call) {
 	w.mu.Lock()
 	if n := len(w.free); n > 0 {
@@ -51,9 +51,9 @@ func (w *watch) add(c *call) {
 		c.slot = int32(len(w.calls))
 		w.calls = append(w.calls, c)
 	}
-	if w.at.IsZero() || c.giveUp.Before(w.at) {
-		w.at = c.giveUp
-		w.timer.Reset(time.Until(c.giveUp))
+	if at := c.giveUp(); w.at.IsZero() || at.Before(w.at) {
+		w.at = at
+		w.timer.Reset(time.Until(at))
 	}
 	w.mu.Unlock()
 }
@@ -75,17 +75,19 @@ func (w *watch) fire() {
 	defer w.mu.Unlock()
 	var next time.Time
 	for _, c := range w.calls {
-		switch {
-		case c == nil:
-		case !now.Before(c.giveUp):
+		if c == nil {
+			continue
+		}
+		switch at := c.giveUp(); {
+		case !now.Before(at):
 			// Its caller removes it once woken; until then it is left
 			// alone, answered or abandoned.
 			if c.state.CompareAndSwap(pending, abandoned) {
 				c.res = result{err: context.DeadlineExceeded}
 				c.done <- struct{}{}
 			}
-		case next.IsZero() || c.giveUp.Before(next):
-			next = c.giveUp
+		case next.IsZero() || at.Before(next):
+			next = at
 		}
 	}
 	w.at = next
