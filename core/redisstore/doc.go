@@ -144,7 +144,7 @@
 // passes its per-call timeout to ApplyBy: a context with a timer made for
 // every call cost a tenth of the client's CPU at 64 callers; the callers
 // of a batching worker's calls share one timer, set for the earliest of
-// their deadlines, where a timer per call cost 7% more.) A call sent
+// their deadlines, where a timer per call cost about 6% more.) A call sent
 // by a store's goroutine (a batching worker, or one per call with batching
 // off) returns as soon as its context ends or its deadline passes, and the
 // command goes on without the caller; a call sent inline (see Batching)

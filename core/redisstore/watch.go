@@ -9,8 +9,8 @@ import (
 // A watch gives up for the callers of a batcher's calls when their
 // deadlines pass: one timer for all the calls it watches, set for the
 // earliest of their deadlines, where a timer per call (started, stopped
-// and pooled on every call) cost the client about 7% of its CPU at 64
-// callers (BENCHMARKS.md). A caller registers its call before it joins
+// and pooled on every call) cost the client about 6% of its CPU at 64
+// callers (the median of seven paired runs: BENCHMARKS.md). A caller registers its call before it joins
 // the queue and removes it when it stops waiting; when the timer fires,
 // every watched call whose caller's deadline has passed and that is not
 // answered yet is abandoned, exactly as its caller's own timer did it: the
