@@ -131,6 +131,8 @@ func TestClosingStoreKeepsCallersDeadlines(t *testing.T) {
 	srv := startServer(t)
 	c := redis.NewClient(clientOptions(srv.addr))
 	defer c.Close()
+	lanes := &receiptLanes{byKey: map[string]string{}}
+	c.AddHook(lanes)
 	s := newStore(t, c)
 	plan := planOf("", core.PerSecond(10))
 	take := func(key string) engine.Op { return engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: 1} }
@@ -155,9 +157,59 @@ func TestClosingStoreKeepsCallersDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	for i, name := range []string{"inline", "batched"} {
-		if errs[i] == nil || took[i] > by+slack {
-			t.Errorf("%s caller: %v after %v, want an error by %v (+%v slack)", name, errs[i], took[i], by, slack)
+	for i, key := range []string{"first", "batched"} {
+		// Sent inline, with its lane, or by a worker, with 0.
+		if lane, inline := lanes.of(s.stateKey("", key)), i == 0; lane == "" || (lane != "0") != inline {
+			t.Errorf("%s: sent with lane %q, want it sent inline: %v", key, lane, inline)
+		}
+		if !errors.Is(errs[i], context.DeadlineExceeded) || took[i] > by+slack {
+			t.Errorf("%s caller: %v after %v, want the deadline's error by %v (+%v slack)", key, errs[i], took[i], by, slack)
+		}
+	}
+}
+
+// Callers that wait to join a full queue, on a stalled server (SIGSTOP),
+// are given up at their deadlines by the batcher's watch, and leave it:
+// once they have returned it holds none of their calls.
+func TestCallersOfAFullQueueGiveUpAtTheirDeadlines(t *testing.T) {
+	const by = 200 * time.Millisecond
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	// One worker, one call a batch, one call queued: of six callers, the
+	// fourth on wait to join the queue.
+	s := newStore(t, c, WithBatching(1, 1))
+	plan := planOf("", core.PerSecond(10))
+	take := func(key string) engine.Op { return engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: 1} }
+	if _, err := s.Apply(context.Background(), take("warm")); err != nil {
+		t.Fatal(err)
+	}
+	srv.signal(syscall.SIGSTOP)
+	defer srv.signal(syscall.SIGCONT)
+	const n = 6
+	took := make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			start := time.Now()
+			_, errs[i] = s.ApplyBy(context.Background(), take(fmt.Sprint("k", i)), start.Add(by))
+			took[i] = time.Since(start)
+		})
+		time.Sleep(5 * time.Millisecond) // in this order
+	}
+	wg.Wait()
+	for i := range n {
+		if !errors.Is(errs[i], context.DeadlineExceeded) || took[i] > by+slack {
+			t.Errorf("caller %d: %v after %v, want the deadline's error by %v (+%v slack)", i, errs[i], took[i], by, slack)
+		}
+	}
+	w := s.lanes.one.batch.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, held := range w.calls {
+		if held != nil {
+			t.Errorf("the watch still holds a call in slot %d after its caller returned", i)
 		}
 	}
 }

@@ -280,8 +280,11 @@ func (s *Store) Apply(ctx context.Context, op engine.Op) (engine.Result, error) 
 // adds none): core.Limiter calls it with the Limiter's timeout (see
 // core.Store), where a context with that deadline would cost a timer, a
 // context and a channel on every call. A caller whose operation waits in a
-// batch waits with a timer it reuses; one that sends its own command is
-// given a context with the deadline, for go-redis to bound its reads by.
+// batch is given up for by its batcher's watch (one timer for all its
+// callers, watch.go); one whose operation has a goroutine of its own
+// (batching off) waits with a timer it reuses; one that sends its own
+// command is given a context with the deadline, for go-redis to bound its
+// reads by.
 func (s *Store) ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (engine.Result, error) {
 	if s.closed.Load() {
 		return engine.Result{}, fmt.Errorf("redisstore: %s: %w", op.Kind, core.ErrClosed)

@@ -70,9 +70,9 @@ func (w *watch) remove(c *call) {
 // fire abandons every watched call whose caller's deadline has passed,
 // and sets the timer for the earliest deadline still ahead.
 func (w *watch) fire() {
-	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := time.Now()
 	var next time.Time
 	for _, c := range w.calls {
 		if c == nil {
