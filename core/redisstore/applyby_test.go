@@ -128,19 +128,7 @@ func (h *receiptLanes) of(k string) string {
 // the caller in time; it must outlive the close.
 func TestClosingStoreKeepsCallersDeadlines(t *testing.T) {
 	const by = 300 * time.Millisecond
-	srv := startServer(t)
-	c := redis.NewClient(clientOptions(srv.addr))
-	defer c.Close()
-	lanes := &receiptLanes{byKey: map[string]string{}}
-	c.AddHook(lanes)
-	s := newStore(t, c)
-	plan := planOf("", core.PerSecond(10))
-	take := func(key string) engine.Op { return engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: 1} }
-	if _, err := s.Apply(context.Background(), take("warm")); err != nil {
-		t.Fatal(err)
-	}
-	srv.signal(syscall.SIGSTOP)
-	defer srv.signal(syscall.SIGCONT)
+	s, lanes, take := stalledStore(t)
 	took := make([]time.Duration, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
@@ -173,19 +161,9 @@ func TestClosingStoreKeepsCallersDeadlines(t *testing.T) {
 // once they have returned it holds none of their calls.
 func TestCallersOfAFullQueueGiveUpAtTheirDeadlines(t *testing.T) {
 	const by = 200 * time.Millisecond
-	srv := startServer(t)
-	c := redis.NewClient(clientOptions(srv.addr))
-	defer c.Close()
 	// One worker, one call a batch, one call queued: of six callers, the
 	// fourth on wait to join the queue.
-	s := newStore(t, c, WithBatching(1, 1))
-	plan := planOf("", core.PerSecond(10))
-	take := func(key string) engine.Op { return engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: 1} }
-	if _, err := s.Apply(context.Background(), take("warm")); err != nil {
-		t.Fatal(err)
-	}
-	srv.signal(syscall.SIGSTOP)
-	defer srv.signal(syscall.SIGCONT)
+	s, _, take := stalledStore(t, WithBatching(1, 1))
 	const n = 6
 	took := make([]time.Duration, n)
 	errs := make([]error, n)
@@ -212,4 +190,27 @@ func TestCallersOfAFullQueueGiveUpAtTheirDeadlines(t *testing.T) {
 			t.Errorf("the watch still holds a call in slot %d after its caller returned", i)
 		}
 	}
+}
+
+// stalledStore returns a store of opts over a server of its own, once it
+// has learned the server's clock (which a call sent inline needs), with
+// the server stopped (SIGSTOP) until the test ends; lanes, a hook of its
+// client, records the lane each command was sent with, and take makes a
+// Take of cost 1 on a key.
+func stalledStore(t *testing.T, opts ...Option) (s *Store, lanes *receiptLanes, take func(key string) engine.Op) {
+	t.Helper()
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	t.Cleanup(func() { c.Close() })
+	lanes = &receiptLanes{byKey: map[string]string{}}
+	c.AddHook(lanes)
+	s = newStore(t, c, opts...)
+	plan := planOf("", core.PerSecond(10))
+	take = func(key string) engine.Op { return engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: 1} }
+	if _, err := s.Apply(context.Background(), take("warm")); err != nil {
+		t.Fatal(err)
+	}
+	srv.signal(syscall.SIGSTOP)
+	t.Cleanup(func() { srv.signal(syscall.SIGCONT) })
+	return s, lanes, take
 }
