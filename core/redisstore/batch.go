@@ -276,6 +276,18 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	var err error
 	select {
 	case b.queue <- c:
+		select {
+		case <-b.stop:
+			// Closed: Close may have emptied the queue before c joined
+			// it, and no worker takes it any more, so the caller, who
+			// may have no deadline, is answered here. A worker that took
+			// c all the same finds it abandoned, and undoes what it did.
+			// (The lane's count in flight no longer matters.)
+			if c.state.CompareAndSwap(pending, abandoned) {
+				return nil, core.ErrClosed
+			}
+		default:
+		}
 		return c.wait(ctx, nil) // Close answers what it stops with ErrClosed
 	// Not sent: the queue is full (a stalled server).
 	case <-ctx.Done():
