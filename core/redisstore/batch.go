@@ -76,27 +76,27 @@ const lateGrace = time.Second
 
 // bind prepares c to run for a caller waiting under ctx and until
 // c.deadline (ApplyBy's, or none), and returns when that caller stops
-// waiting: the earlier of ctx's deadline and c.deadline, or zero for never.
+// waiting (giveUp): the earlier of ctx's deadline and c.deadline, or zero
+// for never.
 // c runs under ctx and until then, but for a Release, which frees units
 // its caller holds and is wanted even once the caller has given up (a
 // Release is idempotent, and undoing it would hold the units until the
 // lease runs out): that one runs under ctx without its cancellation, and
 // until lateGrace after its caller gives up.
-func (c *call) bind(ctx context.Context) (giveUp time.Time) {
+func (c *call) bind(ctx context.Context) time.Time {
 	c.deadline = earlier(ctx, c.deadline)
-	giveUp = c.deadline
 	c.ctx, c.done = ctx, make(chan struct{}, 1)
 	if c.op.Kind == engine.Release {
 		c.ctx = context.WithoutCancel(ctx)
-		if !giveUp.IsZero() {
-			c.deadline = giveUp.Add(lateGrace)
+		if !c.deadline.IsZero() {
+			c.deadline = c.deadline.Add(lateGrace)
 		}
 	}
-	return giveUp
+	return c.giveUp()
 }
 
-// giveUp returns when c's caller gives up, as bind returned it: c's
-// deadline, but for a Release, which runs until lateGrace after it.
+// giveUp returns when c's caller gives up, once bound: c's deadline, but
+// for a Release, which runs until lateGrace after it.
 func (c *call) giveUp() time.Time {
 	if c.op.Kind == engine.Release && !c.deadline.IsZero() {
 		return c.deadline.Add(-lateGrace)

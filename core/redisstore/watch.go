@@ -10,12 +10,13 @@ import (
 // deadlines pass: one timer for all the calls it watches, set for the
 // earliest of their deadlines, where a timer per call (started, stopped
 // and pooled on every call) cost the client about 6% of its CPU at 64
-// callers (the median of seven paired runs: BENCHMARKS.md). A caller registers its call before it joins
-// the queue and removes it when it stops waiting; when the timer fires,
-// every watched call whose caller's deadline has passed and that is not
-// answered yet is abandoned, exactly as its caller's own timer did it: the
-// caller is woken with context.DeadlineExceeded, and a reply that comes
-// later is undone (see Store.finish).
+// callers (the median of seven paired runs: BENCHMARKS.md). A caller
+// registers its call before it joins the queue and removes it when it
+// stops waiting; when the timer fires, every watched call whose caller's
+// deadline has passed and that is not answered yet is abandoned, exactly
+// as its caller's own timer did it: the caller is woken with
+// context.DeadlineExceeded, and a reply that comes later is undone (see
+// Store.finish).
 //
 // The Limiter's timeout is the same for every call, so deadlines mostly
 // come in the order the calls do: the earliest deadline watched is that of
