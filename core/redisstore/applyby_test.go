@@ -20,7 +20,7 @@ import (
 // another call in flight, and on a store without batching; and at its
 // context's deadline when that comes first. A core.Limiter gives the store
 // its timeout this way, with no context of its own: this is what bounds a
-// caller's wait. The calls' receipts (ARGV[6], the lane, set only on a
+// caller's wait. The calls' receipts (the lane of ARGV[1], set only on a
 // call sent inline) show which path each took.
 func TestApplyByGivesUpAtItsDeadline(t *testing.T) {
 	const by = 150 * time.Millisecond
@@ -92,7 +92,7 @@ func TestApplyByGivesUpAtItsDeadline(t *testing.T) {
 }
 
 // receiptLanes is a redis.Hook that records, by its state key, the lane
-// each script command was sent with (ARGV[6]: 0 unless sent
+// each script command was sent with (opArgs.lane: 0 unless sent
 // inline).
 type receiptLanes struct {
 	mu    sync.Mutex
@@ -105,8 +105,12 @@ func (h *receiptLanes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.mu.Lock()
 		for _, cmd := range cmds {
-			if args := cmd.Args(); isScriptCmd(cmd) && len(args) > 9 {
-				h.byKey[fmt.Sprint(args[3])] = fmt.Sprint(args[9])
+			if args := cmd.Args(); isScriptCmd(cmd) && len(args) > 4 {
+				for _, arg := range args[4:] {
+					if a, ok := arg.(*opArgs); ok {
+						h.byKey[fmt.Sprint(args[3])] = fmt.Sprint(a.lane)
+					}
+				}
 			}
 		}
 		h.mu.Unlock()

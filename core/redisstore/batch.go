@@ -49,9 +49,9 @@ type call struct {
 	lane  *lane // the lane that counts the call in flight (Apply's calls; see leave)
 	sent  int64 // inline calls that leave a receipt: when sent, server µs, a lower bound (see lostReceipt)
 
-	once   sendOnce
+	argv   opArgs // ARGV[1]
 	keyBuf [2]string
-	argBuf [9]any
+	argBuf [3]any
 }
 
 // States of a call.
@@ -400,7 +400,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 	pipe := client.Pipeline()
 	for i, c := range calls {
 		cmds[i] = pipe.Do(ctx, c.evalSha()...)
-		c.once.cmd.Store(cmds[i])
+		c.argv.once.cmd.Store(cmds[i])
 	}
 	// A node whose replicas have acknowledged no WAIT for waitGrace is
 	// sent none for a while (see WithWait): its operations are decided,
@@ -429,7 +429,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		for _, i := range reload {
 			rearm(calls[i].args)
 			cmds[i] = pipe.Eval(ctx, calls[i].script.src, calls[i].keys, calls[i].args...)
-			calls[i].once.cmd.Store(cmds[i])
+			calls[i].argv.once.cmd.Store(cmds[i])
 		}
 		if degraded {
 			// no WAIT: see above
@@ -454,7 +454,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		for _, i := range redirect {
 			rearm(calls[i].args)
 			cmds[i] = pipe.Do(ctx, calls[i].evalSha()...)
-			calls[i].once.cmd.Store(cmds[i])
+			calls[i].argv.once.cmd.Store(cmds[i])
 		}
 		_, _ = pipe.Exec(ctx)
 		for _, i := range redirect {
@@ -511,7 +511,7 @@ func (s *Store) evalOne(ctx context.Context, c *call) *redis.Cmd {
 	rearm(c.args)
 	pipe := s.client.Pipeline()
 	cmd := pipe.Eval(ctx, c.script.src, c.keys, c.args...)
-	c.once.cmd.Store(cmd)
+	c.argv.once.cmd.Store(cmd)
 	_, _ = pipe.Exec(ctx)
 	return cmd
 }

@@ -72,7 +72,8 @@ return v`)
 				}
 				sc, keys, args := s.command(&engine.Op{Plan: planOf("", tc.limits...), Kind: engine.Take, Key: key, Cost: 1})
 				if tc.receipt { // a deadline an hour away (the server shares this clock), lane 1
-					args[4], args[5], args[6] = time.Now().Add(time.Hour).UnixMicro(), int64(1), int64(i+1)
+					a := args[0].(*opArgs)
+					a.deadline, a.lane, a.seq = time.Now().Add(time.Hour).UnixMicro(), 1, int64(i+1)
 				}
 				p.EvalSha(ctx, sc.sha, keys, args...)
 			}

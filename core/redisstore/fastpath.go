@@ -38,7 +38,7 @@ func newScript(src string) *script {
 // time per decision beyond its three commands (BENCHMARKS.md). The general
 // path, which runs when the fast one does not apply, is the generic
 // script's but for its parameters, written into the script (which is then
-// run without ARGV[8]): a specialized script decides exactly as the
+// run without ARGV[2]): a specialized script decides exactly as the
 // generic one, as the storetest suite and the differential test against
 // memstore check for both.
 //
@@ -73,7 +73,7 @@ type scriptData struct {
 	RecordBytes  int    // 32 per limit: the length of the key's state
 	RecordFormat string // the struct format of the key's state
 	Margin       int64  // the TTL margin, ms
-	Params       string // ARGV[8] as a Lua string literal's body
+	Params       string // ARGV[2] as a Lua string literal's body
 	ReceiptLife  int64  // how long a receipt outlives its operation's deadline, µs
 }
 
@@ -102,11 +102,11 @@ func render(d scriptData) string {
 	return b.String()
 }
 
-// specialize returns the script for limits (valid), whose parameters (ARGV[8])
+// specialize returns the script for limits (valid), whose parameters (ARGV[2])
 // are params with the TTL margin marginMS, or nil when the generic script is
 // as fast: some limit has a log, or there are too many; or nil when some
 // limit is wide, which only the generic script's exact path computes. The script is run
-// without ARGV[8].
+// without ARGV[2].
 func specialize(ps []engine.Limit, params string, marginMS int64) *script {
 	if len(ps) == 0 || len(ps) > maxFastLimits {
 		return nil

@@ -76,7 +76,7 @@ func (s *Store) inline(ctx context.Context, l *lane, c *call) (any, error) {
 	}
 	c.ctx = ctx
 	if s.opTTL == 0 && c.undoable() {
-		c.args[5], c.args[6] = l.id, l.seq.Add(1)
+		c.argv.lane, c.argv.seq = l.id, l.seq.Add(1)
 		c.sent = s.clock.deadline(time.Now()) // no later than the server's time now
 	}
 	r := s.exec(ctx, l.client, l.addr, []*call{c}, true)[0]
@@ -84,7 +84,7 @@ func (s *Store) inline(ctx context.Context, l *lane, c *call) (any, error) {
 	case r.err == nil && refused(r.v):
 		// The key holds too many receipts of other lanes: the script did
 		// nothing. A worker sends it again, without a receipt.
-		c.args[5], c.args[6] = int64(0), int64(0)
+		c.argv.lane, c.argv.seq = 0, 0
 		rearm(c.args)
 		if l.batch != nil {
 			return l.batch.do(ctx, c)
@@ -141,7 +141,7 @@ func (s *Store) recover(c *call) {
 		}
 	}
 	for {
-		v, err := run(ctx, s.client, recoverScript, c.keys[:1], []any{c.args[5], c.args[6], c.args[4]})
+		v, err := run(ctx, s.client, recoverScript, c.keys[:1], []any{c.argv.lane, c.argv.seq, c.argv.deadline})
 		r, _ := v.(string)
 		switch {
 		case err != nil:
@@ -180,7 +180,7 @@ func (c *call) lostReceipt() *engine.Receipt {
 	if op.Now != 0 {
 		return &engine.Receipt{At: op.Now, Cost: op.Cost}
 	}
-	at, _ := c.args[4].(int64) // the deadline, in the server's clock
+	at := c.argv.deadline // in the server's clock
 	lo := min(max(c.sent, 1), at)
 	return &engine.Receipt{At: at, Span: at - lo, Cost: op.Cost}
 }

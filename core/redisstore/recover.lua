@@ -4,9 +4,9 @@
 -- passed, the answer is final: the operation cannot run any more.
 --
 -- KEYS[1]  the key's states and receipts (apply.lua.tmpl's KEYS[1])
--- ARGV[1]  the operation's lane (apply.lua.tmpl's ARGV[6])
--- ARGV[2]  the operation's number on its lane (ARGV[7])
--- ARGV[3]  the operation's deadline, the server's TIME in µs (ARGV[5])
+-- ARGV[1]  the operation's lane (apply.lua.tmpl's ARGV[1], its lane)
+-- ARGV[2]  the operation's number on its lane (apply.lua.tmpl's ARGV[1], its number)
+-- ARGV[3]  the operation's deadline, the server's TIME in µs (apply.lua.tmpl's ARGV[1], its deadline)
 --
 -- Reply: the server's TIME in µs as a little-endian double, then 'E' when
 -- the deadline has not passed yet (ask again), '1' when the key holds the

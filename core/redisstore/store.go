@@ -72,7 +72,7 @@ type Store struct {
 	obs core.Observer   // nil: none (observe.go)
 	log *ratelog.Logger // never nil
 
-	// ARGV[8], the limits' parameters, formatted once per plan (see
+	// ARGV[2], the limits' parameters, formatted once per plan (see
 	// prepare), with the script for them: at most maxScripts specialized
 	// scripts, by their parameters. scriptMu guards scripts.
 	scriptMu   sync.Mutex
@@ -317,11 +317,11 @@ func (s *Store) ApplyBy(ctx context.Context, op engine.Op, deadline time.Time) (
 }
 
 // command returns the script for op, and its KEYS and ARGV (see
-// apply.lua.tmpl). op is valid. ARGV[4] (args[3]) is the longest life of the
-// operation's record, or 0 for none, and ARGV[5] (args[4]) the deadline, 0:
-// stamp sets them for the context the call is sent under. ARGV[6] and
-// ARGV[7] (args[5], args[6]), the receipt's lane and number, are 0: inline
-// sets them for a call its caller sends itself.
+// apply.lua.tmpl), ARGV[1] an *opArgs. op is valid. Its record's TTL is
+// the longest life of the operation's record, or 0 for none, and its
+// deadline 0: stamp sets them for the context the call is sent under. The
+// receipt's lane and number are 0: inline sets them for a call its caller
+// sends itself.
 //
 // It is for tests, and takes a specialized script as loaded, as calls
 // find it once it is (see useScript): run loads it should the server lack
@@ -341,34 +341,26 @@ func (s *Store) newCall(op *engine.Op) *call {
 	state := s.stateKey(op.Plan.Scope, op.Key)
 	c.keyBuf[0] = state
 	keys := c.keyBuf[:1]
-	args := c.argBuf[:]
-	if op.Now != 0 {
-		args[0] = op.Now
-	} else {
-		args[0] = ""
-	}
-	args[1], args[2], args[3], args[4] = int(op.Kind), op.Cost, int64(0), int64(0)
-	args[5], args[6] = int64(0), int64(0)
+	a := &c.argv
+	a.now, a.kind, a.cost = op.Now, int64(op.Kind), op.Cost
 	if op.Kind == engine.Release {
-		args[2] = op.Lease
+		a.cost = op.Lease
 	}
 	switch {
 	case op.Kind == engine.Peek: // changes nothing: any number of copies may run
 	case s.opTTL > 0:
-		args[3] = s.opTTL
+		a.recordTTL = s.opTTL
 		keys = append(keys, state+":op:"+s.opBase+strconv.FormatUint(s.opSeq.Add(1), 36))
 	default:
-		c.once.kind = kindArgs[op.Kind]
-		args[1] = &c.once
+		a.once.armed = true
 	}
+	args := c.argBuf[:1]
+	args[0] = a
 	pp := s.prepare(op.Plan)
 	c.script, c.leased = s.useScript(pp), pp.leased
 	if c.script == generic {
-		args[7] = pp.params
-		args = args[:8]
-	} else {
-		args = args[:7] // the script holds its parameters
-	}
+		args = append(args, pp.params)
+	} // else the script holds its parameters
 	if op.Receipt != nil && op.Kind == engine.Refund {
 		args = append(args, formatReceipt(op.Receipt))
 	}
@@ -382,7 +374,7 @@ func (s *Store) newCall(op *engine.Op) *call {
 // prepared is what the store derives from a plan once: the parameters,
 // the script to run, and which limits keep logs.
 type prepared struct {
-	params any     // ARGV[8], the formatted string, boxed once
+	params any     // ARGV[2], the formatted string, boxed once
 	script *script // the script to run: specialized, or generic
 	logs   []logOf // the limits with logs, in order
 	leased bool    // some limit is a Concurrency limit: a Take may acquire a lease
@@ -460,7 +452,7 @@ func formatReceipt(rc *engine.Receipt) string {
 	return string(b)
 }
 
-// formatParams formats ARGV[8] (see apply.lua.tmpl): little-endian doubles, which
+// formatParams formats ARGV[2] (see apply.lua.tmpl): little-endian doubles, which
 // hold every parameter exactly (each is below 2^53), and reports whether
 // some limit keeps a log.
 func formatParams(limits []engine.Limit, margin int64) (string, bool) {
@@ -491,9 +483,9 @@ func formatParams(limits []engine.Limit, margin int64) (string, bool) {
 const recordSlack = 200
 
 // stamp sets the arguments of c that depend on when it is sent: the
-// deadline (ARGV[5]), its caller's deadline in the server's clock, for a
-// state-changing operation; and the TTL of the operation's record (ARGV[4],
-// when not 0): until the pipeline's deadline (the caller's, lateGrace
+// deadline, its caller's deadline in the server's clock, for a
+// state-changing operation; and the TTL of the operation's record (when
+// not 0): until the pipeline's deadline (the caller's, lateGrace
 // later) and recordSlack more, or the longest life set by WithOpTTL,
 // whichever is shorter. A record costs the server a key of its own while it
 // lives (with many live records, about as much as the decision itself), so
@@ -503,11 +495,12 @@ func (s *Store) stamp(c *call) {
 	if d.IsZero() {
 		return
 	}
+	a := &c.argv
 	if c.op.Kind != engine.Peek {
-		c.args[4] = s.clock.deadline(d)
+		a.deadline = s.clock.deadline(d)
 	}
-	if longest, _ := c.args[3].(int64); longest != 0 {
-		c.args[3] = min(longest, max(ceilMillis(time.Until(d)+lateGrace), 0)+recordSlack)
+	if a.recordTTL != 0 {
+		a.recordTTL = min(s.opTTL, max(ceilMillis(time.Until(d)+lateGrace), 0)+recordSlack)
 	}
 }
 
@@ -609,42 +602,73 @@ func run(ctx context.Context, c Client, sc *script, keys []string, args []any) (
 	return v, err
 }
 
-// sendOnce is ARGV[2], the kind, of a state-changing operation without a
-// record: go-redis encodes a command's arguments each time it writes it,
-// so the second encoding is a second send, which could charge twice if the
-// first ran. It fails that encoding with ErrResent, which go-redis does not
-// retry.
-//
-// A command that Redis refused without running it (notRun: a redirect, a
-// cluster in transition, NOSCRIPT) may be sent again, by go-redis's own
-// retries or by the store's: cmd is the command that carries the kind, and
-// its error after the previous send tells.
-type sendOnce struct {
-	sent atomic.Bool
-	kind []byte
-	cmd  atomic.Pointer[redis.Cmd]
+// opArgs is ARGV[1] of the apply script (see apply.lua.tmpl): the
+// operation's numbers, sent as seven little-endian doubles in one argument,
+// which the script reads with one struct.unpack. (Seven arguments in
+// decimal cost the server about 0.7 µs more a call, to parse, to make Lua
+// strings of and to convert with tonumber, and the client a boxed integer
+// each: BENCHMARKS.md.) Each is an integer below 2^53 for a valid
+// operation, so exact as a double.
+type opArgs struct {
+	now       int64 // Unix µs; 0: the server's TIME
+	kind      int64 // engine.Kind
+	cost      int64 // units; for a Release, the lease to end
+	recordTTL int64 // ms, the TTL of the operation's record (KEYS[2]); 0: none (stamp)
+	deadline  int64 // the server's µs past which the script does nothing; 0: none (stamp)
+	lane, seq int64 // the receipt's lane and number (RECEIPTS, inline); 0: none
+	once      sendOnce
+	buf       [56]byte // the encoding, in the call: go-redis copies it out at once
 }
 
-var kindArgs = [...][]byte{engine.Take: []byte("0"), engine.Peek: []byte("1"), engine.Charge: []byte("2"),
-	engine.Refund: []byte("3"), engine.Reset: []byte("4"), engine.Release: []byte("5")}
-
-func (o *sendOnce) MarshalBinary() ([]byte, error) {
-	if o.sent.Swap(true) {
-		if cmd := o.cmd.Load(); cmd == nil || !notRun(cmd.Err()) {
-			return nil, ErrResent
-		}
+// MarshalBinary encodes a for go-redis, which calls it each time it writes
+// the command (see sendOnce).
+func (a *opArgs) MarshalBinary() ([]byte, error) {
+	if err := a.once.send(); err != nil {
+		return nil, err
 	}
-	return o.kind, nil
+	for i, v := range [...]int64{a.now, a.kind, a.cost, a.recordTTL, a.deadline, a.lane, a.seq} {
+		binary.LittleEndian.PutUint64(a.buf[8*i:], math.Float64bits(float64(v)))
+	}
+	return a.buf[:], nil
 }
 
 // String is for go-redis's logs and tracing hooks, which format arguments.
-func (o *sendOnce) String() string { return string(o.kind) }
+func (a *opArgs) String() string {
+	return fmt.Sprintf("op{now=%d kind=%d cost=%d record=%dms deadline=%d lane=%d seq=%d}",
+		a.now, a.kind, a.cost, a.recordTTL, a.deadline, a.lane, a.seq)
+}
+
+// sendOnce lets a state-changing operation without a record (armed) be
+// sent once: go-redis encodes a command's arguments each time it writes
+// it, so the second encoding is a second send, which could charge twice if
+// the first ran. It fails that encoding with ErrResent, which go-redis does
+// not retry.
+//
+// A command that Redis refused without running it (notRun: a redirect, a
+// cluster in transition, NOSCRIPT) may be sent again, by go-redis's own
+// retries or by the store's: cmd is the command that carries the
+// operation, and its error after the previous send tells.
+type sendOnce struct {
+	armed bool
+	sent  atomic.Bool
+	cmd   atomic.Pointer[redis.Cmd]
+}
+
+// send reports whether the operation may be sent (now): nil, or ErrResent.
+func (o *sendOnce) send() error {
+	if o.armed && o.sent.Swap(true) {
+		if cmd := o.cmd.Load(); cmd == nil || !notRun(cmd.Err()) {
+			return ErrResent
+		}
+	}
+	return nil
+}
 
 // rearm lets the operation of args be sent once more: the server refused the
 // previous send without running it (NOSCRIPT).
 func rearm(args []any) {
-	if o, ok := args[1].(*sendOnce); ok {
-		o.sent.Store(false)
+	if a, ok := args[0].(*opArgs); ok {
+		a.once.sent.Store(false)
 	}
 }
 
