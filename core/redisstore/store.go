@@ -607,8 +607,9 @@ func run(ctx context.Context, c Client, sc *script, keys []string, args []any) (
 // which the script reads with one struct.unpack. (Seven arguments in
 // decimal cost the server about 0.7 µs more a call, to parse, to make Lua
 // strings of and to convert with tonumber, and the client a boxed integer
-// each: BENCHMARKS.md.) Each is an integer below 2^53 for a valid
-// operation, so exact as a double.
+// each: BENCHMARKS.md.) Each is exact as a double below 2^53, as every
+// one is in practice, and rounded beyond, as tonumber rounded the decimal
+// arguments before.
 type opArgs struct {
 	now       int64 // Unix µs; 0: the server's TIME
 	kind      int64 // engine.Kind
@@ -632,7 +633,9 @@ func (a *opArgs) MarshalBinary() ([]byte, error) {
 	return a.buf[:], nil
 }
 
-// String is for go-redis's logs and tracing hooks, which format arguments.
+// String is for go-redis's logs and tracing hooks, which format arguments:
+// the values as they are when formatted (a hook that keeps a command's
+// arguments holds the call's opArgs, which a resend may change).
 func (a *opArgs) String() string {
 	return fmt.Sprintf("op{now=%d kind=%d cost=%d record=%dms deadline=%d lane=%d seq=%d}",
 		a.now, a.kind, a.cost, a.recordTTL, a.deadline, a.lane, a.seq)
