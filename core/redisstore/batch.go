@@ -75,16 +75,15 @@ type result struct {
 const lateGrace = time.Second
 
 // bind prepares c to run for a caller waiting under ctx and until
-// c.deadline (ApplyBy's, or none), and returns when that caller stops
-// waiting (giveUp): the earlier of ctx's deadline and c.deadline, or zero
-// for never.
+// c.deadline, which already folds in ctx's (see earlier: ApplyBy and
+// compensate set it), and returns when that caller stops waiting (giveUp):
+// c.deadline, or zero for never.
 // c runs under ctx and until then, but for a Release, which frees units
 // its caller holds and is wanted even once the caller has given up (a
 // Release is idempotent, and undoing it would hold the units until the
 // lease runs out): that one runs under ctx without its cancellation, and
 // until lateGrace after its caller gives up.
 func (c *call) bind(ctx context.Context) time.Time {
-	c.deadline = earlier(ctx, c.deadline)
 	c.ctx, c.done = ctx, make(chan struct{}, 1)
 	if c.op.Kind == engine.Release {
 		c.ctx = context.WithoutCancel(ctx)

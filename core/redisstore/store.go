@@ -569,6 +569,7 @@ func (s *Store) undo(c *call, lease int64, rc *engine.Receipt) {
 		var first error
 		for i := range ops {
 			u := s.newCall(&ops[i])
+			u.deadline = earlier(ctx, time.Time{})
 			l = s.lanes.of(u.keys[0])
 			if _, err := s.direct(ctx, l, u); err != nil && first == nil {
 				first = err
