@@ -360,6 +360,34 @@ func TestSettleWithTheStatusSent(t *testing.T) {
 	})
 }
 
+// A request may carry a context of a type == cannot compare (a struct
+// value with a slice field): the middleware passes it on, and does not
+// panic comparing it with the context it hands the handler.
+func TestAnUncomparableRequestContextPassesThrough(t *testing.T) {
+	for _, reported := range []bool{false, true} {
+		var opts []echolimit.Option
+		if reported {
+			opts = append(opts, echolimit.WithReportedCost())
+		}
+		e := echo.New()
+		e.Use(echolimit.New(newLimiter(t, nil, fixed(100, "m")), opts...))
+		e.GET("/", func(c echo.Context) error {
+			if c.Request().Context().Value(guardtest.UncomparableKey{}) != "seen" {
+				t.Error("the handler's context lost the request's")
+			}
+			if reported && !echolimit.ReportCost(c, 10) {
+				t.Error("ReportCost found no slot in the handler's context")
+			}
+			return c.NoContent(http.StatusOK)
+		})
+		req := httptest.NewRequest("GET", "/", nil)
+		rec := doReq(e, req.WithContext(guardtest.UncomparableContext(req.Context())))
+		if got := rec.Header().Get("RateLimit"); rec.Code != http.StatusOK || got != `"m";r=99;t=60` {
+			t.Errorf("reported cost %v: status %d, RateLimit %q; want 200, r=99", reported, rec.Code, got)
+		}
+	}
+}
+
 func TestReportedCost(t *testing.T) {
 	for name, report := range map[string]func(c echo.Context) bool{
 		"echolimit.ReportCost":   func(c echo.Context) bool { return echolimit.ReportCost(c, 40) },

@@ -78,7 +78,7 @@ func (w *chainWriter) Unwrap() http.ResponseWriter { return w.prev }
 // with ctx as the request's context.
 func (x *gate) call(ctx context.Context) guard.Result {
 	c := x.c
-	if r := c.Request(); ctx != r.Context() {
+	if r := c.Request(); !guard.SameContext(ctx, r.Context()) {
 		c.SetRequest(r.WithContext(ctx))
 	}
 	var err error

@@ -66,7 +66,7 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 		passed := false
 		err := g.Serve(request{c}, x, func(ctx context.Context) guard.Result {
 			passed = true
-			if ctx != c.Request.Context() {
+			if !guard.SameContext(ctx, c.Request.Context()) {
 				c.Request = c.Request.WithContext(ctx)
 			}
 			c.Next()

@@ -452,6 +452,33 @@ func TestReportedCostFromTheHandler(t *testing.T) {
 	})
 }
 
+// A request may carry a context of a type == cannot compare (a struct
+// value with a slice field): the middleware passes it on, and does not
+// panic comparing it with the context it hands the handler.
+func TestAnUncomparableRequestContextPassesThrough(t *testing.T) {
+	for _, reported := range []bool{false, true} {
+		var opts []ginlimit.Option
+		if reported {
+			opts = append(opts, ginlimit.WithReportedCost())
+		}
+		r := gin.New()
+		r.Use(ginlimit.New(newLimiter(t, nil, fixed(100, "m")), opts...))
+		r.GET("/", func(c *gin.Context) {
+			if c.Request.Context().Value(guardtest.UncomparableKey{}) != "seen" {
+				t.Error("the handler's context lost the request's")
+			}
+			if reported && !ginlimit.ReportCost(c, 10) {
+				t.Error("ReportCost found no slot in the handler's context")
+			}
+		})
+		req := httptest.NewRequest("GET", "/", nil)
+		rec := doReq(r, req.WithContext(guardtest.UncomparableContext(req.Context())))
+		if got := rec.Header().Get("RateLimit"); rec.Code != http.StatusOK || got != `"m";r=99;t=60` {
+			t.Errorf("reported cost %v: status %d, RateLimit %q; want 200, r=99", reported, rec.Code, got)
+		}
+	}
+}
+
 func TestHeadersAreSetBeforeTheHandler(t *testing.T) {
 	r := gin.New()
 	r.Use(ginlimit.New(newLimiter(t, nil, fixed(2, "m"))))

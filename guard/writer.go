@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"sync"
 	"unsafe"
 )
@@ -30,11 +31,26 @@ type Writer interface {
 // Next runs the rest of the chain: the next middleware and the handler.
 // ctx is the request's context, or a context derived from it that carries
 // the cost slot of WithReportedCost: when it differs from the request's
-// context the adapter must pass it on (net/http: r.WithContext(ctx)).
+// context (SameContext reports false) the adapter must pass it on
+// (net/http: r.WithContext(ctx)).
 //
 // Next returns what the handler wrote. Only a Guard whose NeedsResult
 // reports true reads it; adapters may return the zero Result otherwise.
 type Next func(ctx context.Context) Result
+
+// SameContext reports whether ctx is the context cur, as an adapter asks
+// of the context Next receives and the request's (see Next). It is
+// ctx == cur, but false, and not a panic, when the two are of a type ==
+// cannot compare: a context a program implements as a struct value with a
+// slice, map or func field. The adapter then passes ctx on, which costs
+// it a copy of the request and changes nothing else.
+func SameContext(ctx, cur context.Context) bool {
+	t := reflect.TypeOf(ctx)
+	if t != reflect.TypeOf(cur) || t != nil && !t.Comparable() {
+		return false
+	}
+	return ctx == cur
+}
 
 // Result is what the handler wrote: its status code and the number of body
 // bytes. A handler that wrote nothing has Status 200 in net/http terms; the

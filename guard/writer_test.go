@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
@@ -97,4 +98,27 @@ func TestAHandlerAddingToTheSharedPolicyLeavesOtherResponsesAlone(t *testing.T) 
 
 func styleName(s guard.HeaderStyle) string {
 	return map[guard.HeaderStyle]string{guard.HeadersDraft11: "draft-11", guard.HeadersDraft06: "draft-06", guard.HeadersLegacy: "legacy", guard.HeadersNone: "no"}[s]
+}
+
+func TestSameContext(t *testing.T) {
+	base := context.Background()
+	derived := context.WithValue(base, struct{}{}, 1)
+	odd := guardtest.UncomparableContext(base)
+	for _, tc := range []struct {
+		name     string
+		ctx, cur context.Context
+		want     bool
+	}{
+		{"the same context", derived, derived, true},
+		{"a context derived from it", derived, base, false},
+		{"nil and nil", nil, nil, true},
+		{"a context and nil", base, nil, false},
+		// == on two interfaces holding such a value panics.
+		{"an uncomparable context and itself", odd, odd, false},
+		{"an uncomparable context and another type", odd, base, false},
+	} {
+		if got := guard.SameContext(tc.ctx, tc.cur); got != tc.want {
+			t.Errorf("%s: SameContext = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

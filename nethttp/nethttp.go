@@ -65,7 +65,7 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 				x.chain = &x.own
 			}
 			_ = g.Serve(request{r}, x, func(ctx context.Context) guard.Result {
-				if ctx != r.Context() {
+				if !guard.SameContext(ctx, r.Context()) {
 					r = r.WithContext(ctx)
 				}
 				next.ServeHTTP(rw, r)

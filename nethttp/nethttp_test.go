@@ -213,6 +213,32 @@ func TestReportedCostThroughTheRequestContext(t *testing.T) {
 	}
 }
 
+// A request may carry a context of a type == cannot compare (a struct
+// value with a slice field): the middleware passes it on, and does not
+// panic comparing it with the context it hands the handler.
+func TestAnUncomparableRequestContextPassesThrough(t *testing.T) {
+	for _, reported := range []bool{false, true} {
+		var opts []nethttp.Option
+		if reported {
+			opts = append(opts, nethttp.WithReportedCost())
+		}
+		h := nethttp.New(newLimiter(t, nil, fixed(100, "m")), opts...)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Context().Value(guardtest.UncomparableKey{}) != "seen" {
+				t.Error("the handler's context lost the request's")
+			}
+			if reported && !guard.ReportCost(r.Context(), 10) {
+				t.Error("ReportCost found no slot in the handler's context")
+			}
+		}))
+		r := httptest.NewRequest("GET", "/", nil)
+		r = r.WithContext(guardtest.UncomparableContext(r.Context()))
+		rec := do(h, r)
+		if got := rec.Header().Get("RateLimit"); rec.Code != http.StatusOK || got != `"m";r=99;t=60` {
+			t.Errorf("reported cost %v: status %d, RateLimit %q; want 200, r=99", reported, rec.Code, got)
+		}
+	}
+}
+
 // The handler's writer carries the request's chain to the middlewares
 // further in, and unwraps to the original writer, for
 // http.ResponseController. (It used to be the original writer itself when

@@ -120,3 +120,26 @@ func BenchDecision(b *testing.B, lim *core.Limiter, key string) {
 	}
 	ReportCPU(b, start)
 }
+
+// UncomparableContext returns parent as a context of a type that == cannot
+// compare (a struct value with a slice field), carrying the value "seen"
+// under UncomparableKey: a program may set such a context on a request, and
+// a middleware that compares it with == panics.
+func UncomparableContext(parent context.Context) context.Context {
+	return uncomparable{parent, []string{"seen"}}
+}
+
+// UncomparableKey is the key of the value UncomparableContext carries.
+type UncomparableKey struct{}
+
+type uncomparable struct {
+	context.Context
+	tags []string
+}
+
+func (c uncomparable) Value(key any) any {
+	if key == (UncomparableKey{}) {
+		return c.tags[0]
+	}
+	return c.Context.Value(key)
+}
