@@ -35,8 +35,9 @@ import (
 // guard.RoutePatterner).
 //
 // The next handlers run with c.UserContext() set to the context the Guard
-// passes on (it carries the cost slot of WithReportedCost); the previous
-// user context is restored when they return. Their error is returned
+// passes on: the request's, or with WithReportedCost one that carries the
+// cost slot, and then the previous user context is restored when they
+// return (a context a handler set is kept otherwise). Their error is returned
 // unchanged, except when WithRefundOn or WithResponseCost need the status
 // actually sent: then, as fiber's logger middleware does, the error is
 // committed at once through the app's ErrorHandler (c.App().ErrorHandler,
@@ -66,12 +67,19 @@ func New(lim *core.Limiter, opts ...Option) fiber.Handler {
 			st.w.chain = &st.chain
 			c.Locals(chainKey{}, st.w.chain)
 		}
-		prev := c.UserContext()
 		var nextErr error
 		err := g.Serve(view{c}, &st.w, func(ctx context.Context) guard.Result {
-			c.SetUserContext(ctx)
-			nextErr = c.Next()
-			c.SetUserContext(prev)
+			// The next handlers run under ctx, and the context is put back
+			// once they return, when ctx is not the request's already (it
+			// carries WithReportedCost's slot): each is a search of the
+			// request's user values.
+			if prev := c.UserContext(); !guard.SameContext(ctx, prev) {
+				c.SetUserContext(ctx)
+				nextErr = c.Next()
+				c.SetUserContext(prev)
+			} else {
+				nextErr = c.Next()
+			}
 			if !track {
 				return guard.Result{}
 			}

@@ -256,6 +256,55 @@ func TestResponseCostCountsTheBodyFiberSends(t *testing.T) {
 	}
 }
 
+// The handlers after the middleware run under the request's user context,
+// even one of a type == cannot compare (a struct value with a slice
+// field). Without WithReportedCost the middleware leaves the user context
+// alone: one a handler sets is still there once the middleware returns
+// (but for an uncomparable one, which the middleware cannot tell from the
+// context it passes on, and puts back). With WithReportedCost the
+// handlers run under a context that carries the cost slot, and the outer
+// one is put back (TestReportCost).
+func TestUserContextThroughTheMiddleware(t *testing.T) {
+	type ctxKey struct{}
+	for _, uncomparable := range []bool{false, true} {
+		for _, reported := range []bool{false, true} {
+			var opts []fiberlimit.Option
+			if reported {
+				opts = append(opts, fiberlimit.WithReportedCost())
+			}
+			app := fiber.New()
+			app.Use(func(c *fiber.Ctx) error {
+				ctx := context.WithValue(c.UserContext(), guardtest.UncomparableKey{}, "seen")
+				if uncomparable {
+					ctx = guardtest.UncomparableContext(c.UserContext())
+				}
+				c.SetUserContext(ctx)
+				err := c.Next()
+				kept := c.UserContext().Value(ctxKey{}) == "handler"
+				if want := !reported && !uncomparable; kept != want {
+					t.Errorf("uncomparable %v, reported cost %v: after the middleware, the handler's user context is kept = %v, want %v", uncomparable, reported, kept, want)
+				}
+				return err
+			})
+			app.Use(fiberlimit.New(newLimiter(t, nil, fixed(100, "m")), opts...))
+			app.Get("/", func(c *fiber.Ctx) error {
+				if c.UserContext().Value(guardtest.UncomparableKey{}) != "seen" {
+					t.Error("the handler's user context lost the request's")
+				}
+				if fiberlimit.ReportCost(c, 10) != reported {
+					t.Errorf("reported cost %v: ReportCost found a slot = %v", reported, !reported)
+				}
+				c.SetUserContext(context.WithValue(c.UserContext(), ctxKey{}, "handler"))
+				return nil
+			})
+			resp := do(app, "GET", "/")
+			if got := string(resp.Header.Peek("RateLimit")); resp.StatusCode() != fiber.StatusOK || got != `"m";r=99;t=60` {
+				t.Errorf("uncomparable %v, reported cost %v: status %d, RateLimit %q; want 200, r=99", uncomparable, reported, resp.StatusCode(), got)
+			}
+		}
+	}
+}
+
 func TestReportCost(t *testing.T) {
 	type ctxKey struct{}
 	app := fiber.New()
