@@ -2,7 +2,7 @@
 // limiters, side by side in one go test -bench run, so that benchstat can put
 // each case's libraries in one table:
 //
-//	go test -run='^$' -bench=Memory -benchmem -count=6 . | tee mem.txt
+//	go test -run='^$' -bench='^BenchmarkMemory$' -benchmem -count=6 . | tee mem.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /lib mem.txt
 //
 // It is its own module so that the peers it imports never become

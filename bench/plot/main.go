@@ -3,7 +3,7 @@
 // per library per case, as an SVG image, and the same medians as a
 // Markdown table on standard output:
 //
-//	cd bench && go test -run='^$' -bench=Memory -benchmem -count=5 -cpu=2 . | tee /tmp/bench-mem.txt
+//	cd bench && go test -run='^$' -bench='^BenchmarkMemory$' -benchmem -count=5 -cpu=2 . | tee /tmp/bench-mem.txt
 //	go run ./plot -o memory.svg /tmp/bench-mem.txt
 //
 // Each bar is the median of the runs of its benchmark. Libraries whose name
@@ -195,12 +195,17 @@ func median(v []float64) float64 {
 // ours reports whether lib is one of this project's variants.
 func ours(lib string) bool { return strings.HasPrefix(lib, "tollgate") }
 
+// floor reports whether lib is one of BenchmarkMemoryFloor's floors
+// (floor-mutex, floor-cas, …): least designs, not libraries a user could
+// pick, so never a peer.
+func floor(lib string) bool { return strings.HasPrefix(lib, "floor") }
+
 // fastestPeer returns the least median of row among other libraries, and
-// its library, or NaN when there is none.
+// its library, or NaN when there is none. Floors are not peers.
 func (t Table) fastestPeer(row int) (float64, string) {
 	best, name := math.NaN(), ""
 	for j, l := range t.Libs {
-		if v := t.Median[row][j]; !ours(l) && !math.IsNaN(v) && (math.IsNaN(best) || v < best) {
+		if v := t.Median[row][j]; !ours(l) && !floor(l) && !math.IsNaN(v) && (math.IsNaN(best) || v < best) {
 			best, name = v, l
 		}
 	}

@@ -123,6 +123,22 @@ func TestMarkdownGivesTheFastestPeerOverEachTollgateVariant(t *testing.T) {
 	}
 }
 
+// A floor (BenchmarkMemoryFloor's floor-mutex, floor-cas, …), faster
+// than any library, is charted but never taken for the fastest peer.
+func TestFloorsAreNotPeers(t *testing.T) {
+	samples, err := Parse(strings.NewReader(`BenchmarkMemoryFloor/case=hotkey/lib=tollgate-2  300000  90.0 ns/op  90.0 cpu-ns/op
+BenchmarkMemoryFloor/case=hotkey/lib=sethvargo-2  300000  95.0 ns/op  95.0 cpu-ns/op
+BenchmarkMemoryFloor/case=hotkey/lib=floor-cas-2  300000  45.0 ns/op  45.0 cpu-ns/op
+`), "cpu-ns/op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Markdown(Summarize(samples), "cpu-ns/op")
+	if !strings.Contains(got, "| hotkey | 90.0 | 95.0 | 45.0 | 1.06 |") {
+		t.Errorf("Markdown =\n%s\nwant sethvargo's 95 over tollgate's 90 (1.06), not floor-cas's 45", got)
+	}
+}
+
 // The chart is well-formed XML with one bar per case and library that has
 // a median, and run writes it and the table.
 func TestRunWritesAWellFormedChartWithABarPerMedian(t *testing.T) {
