@@ -172,6 +172,10 @@ func (valueTransport) SetHeader(metadata.MD) error  { return nil }
 func (valueTransport) SendHeader(metadata.MD) error { return nil }
 func (valueTransport) SetTrailer(metadata.MD) error { return nil }
 
+// wrappedTransport is a comparable struct type whose field may hold a
+// stream that cannot be compared.
+type wrappedTransport struct{ grpc.ServerTransportStream }
+
 // TestAnotherRPCServedWithinAHandlerIsADecisionOfItsOwn calls the
 // interceptor from within a handler of its own, for another RPC served in
 // process on the handler's context: the inner RPC does not join the outer
@@ -183,6 +187,8 @@ func TestAnotherRPCServedWithinAHandlerIsADecisionOfItsOwn(t *testing.T) {
 	}{
 		{"streams that are pointers", &fakeTransport{}, &fakeTransport{}},
 		{"streams of a type that cannot be compared", valueTransport{}, valueTransport{}},
+		// == compares the field, and panics.
+		{"streams of a comparable type holding ones that cannot be", wrappedTransport{valueTransport{}}, wrappedTransport{valueTransport{}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lim := guardtest.NewLimiter(t, nil, perMinute(10, "per-minute"))

@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"net/http"
-	"reflect"
 	"slices"
 	"sync"
 
@@ -222,12 +221,7 @@ func sameState(a, b *core.Limiter) bool {
 	if a.Scope() != b.Scope() {
 		return false
 	}
-	sa, sb := a.Store(), b.Store()
-	ta := reflect.TypeOf(sa)
-	if ta != reflect.TypeOf(sb) || !ta.Comparable() {
-		return false // a store value that cannot be compared is not known to be the same
-	}
-	return sa == sb
+	return equal(a.Store(), b.Store()) // a store value that cannot be compared is not known to be the same
 }
 
 // charge is what one Serve call added to an entry.

@@ -130,17 +130,28 @@ func TestOneStateIsChargedOncePerRequest(t *testing.T) {
 
 // Limiters configured alike share state when their store is the same
 // comparable value; a store value that cannot be compared is never taken
-// for the same, and never panics.
+// for the same, and never panics: neither one of an uncomparable type, nor
+// one of a comparable type holding an uncomparable value (== compares the
+// interface field, and panics).
 func TestAlikeLimitersOnIncomparableStores(t *testing.T) {
 	d := core.Decision{Allowed: true, Limit: fixed(5, time.Minute, "m"), Remaining: 4, States: []core.LimitState{}}
 	clock := newEnv(t).clock
-	a := limiterOn(t, stubStore{d}, clock, d.Limit) // stubStore holds a slice: not comparable
-	b := limiterOn(t, stubStore{d}, clock, d.Limit)
-	w, ran := stack(t, request("192.0.2.1:1"), mustNew(t, a), mustNew(t, b))
-	if !ran || w.header.Get(guard.HeaderRateLimitPolicy) != `"m";q=5;w=60, "m-2";q=5;w=60` {
-		t.Errorf("ran %v, RateLimit-Policy %q; want two states, told apart", ran, w.header.Get(guard.HeaderRateLimitPolicy))
+	for name, store := range map[string]func() core.Store{
+		"an uncomparable type":                     func() core.Store { return stubStore{d} }, // holds a slice
+		"a comparable type, an uncomparable value": func() core.Store { return wrappedStore{stubStore{d}} },
+	} {
+		a := limiterOn(t, store(), clock, d.Limit)
+		b := limiterOn(t, store(), clock, d.Limit)
+		w, ran := stack(t, request("192.0.2.1:1"), mustNew(t, a), mustNew(t, b))
+		if !ran || w.header.Get(guard.HeaderRateLimitPolicy) != `"m";q=5;w=60, "m-2";q=5;w=60` {
+			t.Errorf("%s: ran %v, RateLimit-Policy %q; want two states, told apart", name, ran, w.header.Get(guard.HeaderRateLimitPolicy))
+		}
 	}
 }
+
+// wrappedStore is a comparable struct type whose field may hold a store
+// value == cannot compare.
+type wrappedStore struct{ core.Store }
 
 // Names that collide get the first free suffix, cut to stay within
 // core.MaxNameLen.

@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"net/http"
-	"reflect"
 	"sync"
 	"unsafe"
 )
@@ -40,16 +39,25 @@ type Next func(ctx context.Context) Result
 
 // SameContext reports whether ctx is the context cur, as an adapter asks
 // of the context Next receives and the request's (see Next). It is
-// ctx == cur, but false, and not a panic, when the two are of a type ==
-// cannot compare: a context a program implements as a struct value with a
-// slice, map or func field. The adapter then passes ctx on, which costs
-// it a copy of the request and changes nothing else.
-func SameContext(ctx, cur context.Context) bool {
-	t := reflect.TypeOf(ctx)
-	if t != reflect.TypeOf(cur) || t != nil && !t.Comparable() {
-		return false
-	}
-	return ctx == cur
+// ctx == cur, but false, and not a panic, when == cannot compare them: a
+// context a program implements as a struct value with a slice, map or
+// func field, or with a field holding such a context. The adapter then
+// passes ctx on, which costs it a copy of the request and changes nothing
+// else.
+func SameContext(ctx, cur context.Context) bool { return equal(ctx, cur) }
+
+// equal reports whether a == b, and false where == panics: on two values
+// of one dynamic type that is not comparable, or that is but holds, in an
+// interface field, values that are not. Catching the panic is the only
+// check that allocates nothing (reflect.Value.Comparable allocates for a
+// struct), and it costs a deferred call.
+func equal(a, b any) (eq bool) {
+	defer func() {
+		if recover() != nil {
+			eq = false
+		}
+	}()
+	return a == b
 }
 
 // Result is what the handler wrote: its status code and the number of body

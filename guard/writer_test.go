@@ -116,9 +116,16 @@ func TestSameContext(t *testing.T) {
 		// == on two interfaces holding such a value panics.
 		{"an uncomparable context and itself", odd, odd, false},
 		{"an uncomparable context and another type", odd, base, false},
+		// A comparable struct type: == compares its field, and panics.
+		{"a context holding an uncomparable one, and itself", wrappedContext{odd}, wrappedContext{odd}, false},
+		{"a context holding a comparable one, and itself", wrappedContext{derived}, wrappedContext{derived}, true},
 	} {
 		if got := guard.SameContext(tc.ctx, tc.cur); got != tc.want {
 			t.Errorf("%s: SameContext = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
+
+// wrappedContext is a comparable struct type whose field may hold a
+// context == cannot compare.
+type wrappedContext struct{ context.Context }
