@@ -3,6 +3,7 @@ package ginlimit_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/ginlimit"
 	"github.com/tollgate/tollgate/guard"
@@ -476,6 +478,34 @@ func TestAnUncomparableRequestContextPassesThrough(t *testing.T) {
 		if got := rec.Header().Get("RateLimit"); rec.Code != http.StatusOK || got != `"m";r=99;t=60` {
 			t.Errorf("reported cost %v: status %d, RateLimit %q; want 200, r=99", reported, rec.Code, got)
 		}
+	}
+}
+
+// A handler may leave a request of its own in c.Request, whose context it
+// cancels as it returns (a timeout): the request was served all the same,
+// and the adaptive limit takes its latency as a sample.
+func TestAdaptiveSamplesTheRequestNotAContextAHandlerLeft(t *testing.T) {
+	clock := guardtest.NewClock(guardtest.Epoch)
+	ad, err := adaptive.New(adaptive.WithClock(clock), adaptive.WithInitialLimit(5), adaptive.WithMinLimit(5),
+		adaptive.WithMaxLimit(5), adaptive.WithWindow(1, 1, time.Millisecond, time.Hour),
+		adaptive.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gin.New()
+	r.Use(ginlimit.New(nil, ginlimit.WithAdaptive(ad)))
+	r.GET("/", func(c *gin.Context) {
+		ctx, cancel := context.WithCancel(c.Request.Context())
+		defer cancel()
+		c.Request = c.Request.WithContext(ctx)
+		clock.Advance(30 * time.Millisecond)
+		c.Status(http.StatusOK)
+	})
+	if rec := do(r, "GET", "/"); rec.Code != http.StatusOK {
+		t.Fatalf("status %d, want 200", rec.Code)
+	}
+	if s := ad.Stats(); s.InFlight != 0 || s.Latency != 30*time.Millisecond {
+		t.Errorf("Stats() = %+v, want nothing in flight and the request's 30ms as a sample", s)
 	}
 }
 

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"time"
 
 	"github.com/tollgate/tollgate/adaptive"
@@ -83,13 +84,17 @@ func (g *Guard) shed(w Writer, r keyfuncs.Request, next Next, ch *chainState, co
 }
 
 // release gives back t, a ticket of the adaptive limit: with its latency
-// as a sample when served, unless the request's context ended first.
-func (g *Guard) release(r keyfuncs.Request, t *adaptive.Ticket, served bool) {
+// as a sample when served, unless the request's context, ctx, ended first.
+// ctx is the context the request came with, read before the handlers ran:
+// a context they set in its place (fiber's user context, gin's request),
+// which a timeout middleware inside cancels as it returns, is not the
+// request's.
+func (g *Guard) release(ctx context.Context, t *adaptive.Ticket, served bool) {
 	if !t.Held() {
 		return
 	}
 	o := adaptive.Dropped
-	if served && r.Context().Err() == nil {
+	if served && ctx.Err() == nil {
 		o = adaptive.Served
 	}
 	g.adaptive.Release(*t, o)

@@ -151,7 +151,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	// returns × defers): a deferred call of its own made every request
 	// pay the runtime's defer records.
 	defer func() {
-		g.release(r, &ticket, false) // nothing unless a ticket is still held
+		g.release(ctx, &ticket, false) // nothing unless a ticket is still held
 		if open {
 			ch.stop(r)
 		}
@@ -427,16 +427,19 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 // pass calls the handler, settles the request afterwards, releases the
 // units in flight this middleware acquired (charges) once the handler
 // returns or panics, and learns the policies the middlewares inside this
-// one listed on the route.
+// one listed on the route. What follows the handler reads the request's
+// context as it was before (reqCtx), not r.Context() again: an adapter
+// that sets the context in place (fiber) may find the handlers' own there.
 func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, charges []charge, ticket *adaptive.Ticket) {
 	if holds(charges) {
 		defer ch.releaseAll(r, charges)
 	}
-	ctx := r.Context()
+	reqCtx := r.Context()
+	ctx := reqCtx
 	mark := len(ch.entries) // the entries of the middlewares inside start here
 	if !g.reported && !g.NeedsResult() {
 		next(ctx)
-		g.release(r, ticket, !ch.stopped)
+		g.release(reqCtx, ticket, !ch.stopped)
 		g.learn(r, ch, mark)
 		return
 	}
@@ -448,21 +451,22 @@ func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, 
 	done := false
 	defer func() {
 		if !done { // next panicked: settle as a server error
-			g.settle(r, ch, uses, Result{Status: 500}, slot)
+			g.settle(reqCtx, r, ch, uses, Result{Status: 500}, slot)
 		}
 	}()
 	res := next(ctx)
 	done = true
-	g.release(r, ticket, !ch.stopped)
-	g.settle(r, ch, uses, res, slot)
+	g.release(reqCtx, ticket, !ch.stopped)
+	g.settle(reqCtx, r, ch, uses, res, slot)
 	g.learn(r, ch, mark)
 }
 
 // settle charges or refunds the difference between what each entry of
 // uses holds and the request's real cost, unless a middleware inside this
 // one settled it already, or stopped the request (and gave everything
-// back).
-func (g *Guard) settle(r keyfuncs.Request, ch *chainState, uses []int, res Result, slot *costSlot) {
+// back). It runs under the request's context reqCtx without its
+// cancellation.
+func (g *Guard) settle(reqCtx context.Context, r keyfuncs.Request, ch *chainState, uses []int, res Result, slot *costSlot) {
 	if ch.stopped {
 		return
 	}
@@ -478,7 +482,7 @@ func (g *Guard) settle(r keyfuncs.Request, ch *chainState, uses []int, res Resul
 		return
 	}
 	actual = max(actual, 0)
-	ctx := context.WithoutCancel(r.Context())
+	ctx := context.WithoutCancel(reqCtx)
 	var fs failures
 	for _, at := range uses {
 		e := &ch.entries[at]
