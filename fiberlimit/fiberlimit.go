@@ -57,7 +57,7 @@ func New(lim *core.Limiter, opts ...Option) fiber.Handler {
 	if err != nil {
 		panic("fiberlimit: New: " + err.Error())
 	}
-	track := g.NeedsResult()
+	track, reported := g.NeedsResult(), g.ReportsCost()
 	return func(c *fiber.Ctx) error {
 		st := states.Get().(*state)
 		st.w.c = c
@@ -69,11 +69,13 @@ func New(lim *core.Limiter, opts ...Option) fiber.Handler {
 		}
 		var nextErr error
 		err := g.Serve(view{c}, &st.w, func(ctx context.Context) guard.Result {
-			// The next handlers run under ctx, and the context is put back
-			// once they return, when ctx is not the request's already (it
-			// carries WithReportedCost's slot): each is a search of the
-			// request's user values.
-			if prev := c.UserContext(); !guard.SameContext(ctx, prev) {
+			// The next handlers run under ctx. Without WithReportedCost
+			// it is the user context already, and is left alone (setting
+			// it and putting it back are two searches of the request's
+			// user values); with it, it carries the cost slot, and the
+			// previous context is put back once they return.
+			if reported {
+				prev := c.UserContext()
 				c.SetUserContext(ctx)
 				nextErr = c.Next()
 				c.SetUserContext(prev)

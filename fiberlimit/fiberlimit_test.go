@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -12,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 
+	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/fiberlimit"
 	"github.com/tollgate/tollgate/guard"
@@ -259,11 +261,9 @@ func TestResponseCostCountsTheBodyFiberSends(t *testing.T) {
 // The handlers after the middleware run under the request's user context,
 // even one of a type == cannot compare (a struct value with a slice
 // field). Without WithReportedCost the middleware leaves the user context
-// alone: one a handler sets is still there once the middleware returns
-// (but for an uncomparable one, which the middleware cannot tell from the
-// context it passes on, and puts back). With WithReportedCost the
-// handlers run under a context that carries the cost slot, and the outer
-// one is put back (TestReportCost).
+// alone: one a handler sets is still there once the middleware returns.
+// With it, the handlers run under a context that carries the cost slot,
+// and the outer one is put back.
 func TestUserContextThroughTheMiddleware(t *testing.T) {
 	type ctxKey struct{}
 	for _, uncomparable := range []bool{false, true} {
@@ -280,9 +280,12 @@ func TestUserContextThroughTheMiddleware(t *testing.T) {
 				}
 				c.SetUserContext(ctx)
 				err := c.Next()
-				kept := c.UserContext().Value(ctxKey{}) == "handler"
-				if want := !reported && !uncomparable; kept != want {
-					t.Errorf("uncomparable %v, reported cost %v: after the middleware, the handler's user context is kept = %v, want %v", uncomparable, reported, kept, want)
+				after := c.UserContext()
+				if kept := after.Value(ctxKey{}) == "handler"; kept == reported {
+					t.Errorf("uncomparable %v, reported cost %v: after the middleware, the handler's user context is kept = %v", uncomparable, reported, kept)
+				}
+				if after.Value(guardtest.UncomparableKey{}) != "seen" || guard.ReportCost(after, 1) {
+					t.Errorf("uncomparable %v, reported cost %v: after the middleware, the user context is neither the outer one nor one over it", uncomparable, reported)
 				}
 				return err
 			})
@@ -302,6 +305,34 @@ func TestUserContextThroughTheMiddleware(t *testing.T) {
 				t.Errorf("uncomparable %v, reported cost %v: status %d, RateLimit %q; want 200, r=99", uncomparable, reported, resp.StatusCode(), got)
 			}
 		}
+	}
+}
+
+// A handler may leave a context of its own as the user context, cancelled
+// as it returns, as fiber's timeout middleware does: the request was served
+// all the same, and the adaptive limit takes its latency as a sample.
+func TestAdaptiveSamplesTheRequestNotAContextAHandlerLeft(t *testing.T) {
+	clock := guardtest.NewClock(guardtest.Epoch)
+	ad, err := adaptive.New(adaptive.WithClock(clock), adaptive.WithInitialLimit(5), adaptive.WithMinLimit(5),
+		adaptive.WithMaxLimit(5), adaptive.WithWindow(1, 1, time.Millisecond, time.Hour),
+		adaptive.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := fiber.New()
+	app.Use(fiberlimit.New(nil, fiberlimit.WithAdaptive(ad)))
+	app.Get("/", func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithCancel(c.UserContext())
+		defer cancel()
+		c.SetUserContext(ctx)
+		clock.Advance(30 * time.Millisecond)
+		return nil
+	})
+	if resp := do(app, "GET", "/"); resp.StatusCode() != fiber.StatusOK {
+		t.Fatalf("status %d, want 200", resp.StatusCode())
+	}
+	if s := ad.Stats(); s.InFlight != 0 || s.Latency != 30*time.Millisecond {
+		t.Errorf("Stats() = %+v, want nothing in flight and the request's 30ms as a sample", s)
 	}
 }
 

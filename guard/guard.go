@@ -115,6 +115,13 @@ func (g *Guard) now() time.Time {
 // need not wrap its response writer to observe the status and size.
 func (g *Guard) NeedsResult() bool { return g.refundOn != nil || g.respCost != nil }
 
+// ReportsCost reports whether the Guard was built with WithReportedCost:
+// only then may the context Next receives differ from the request's (it
+// carries the cost slot). An adapter that sets the context in place, as
+// fiber's user context, sets it only then, and puts the previous one back
+// once Next returns.
+func (g *Guard) ReportsCost() bool { return g.reported }
+
 // Serve runs the flow for one request: r is the adapter's view of the
 // request, w its response, next the rest of the chain. Serve calls next at
 // most once, and only when the request passes (or in dry run); otherwise it

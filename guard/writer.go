@@ -48,9 +48,10 @@ func SameContext(ctx, cur context.Context) bool { return equal(ctx, cur) }
 
 // equal reports whether a == b, and false where == panics: on two values
 // of one dynamic type that is not comparable, or that is but holds, in an
-// interface field, values that are not. Catching the panic is the only
-// check that allocates nothing (reflect.Value.Comparable allocates for a
-// struct), and it costs a deferred call.
+// interface field, values that are not. It costs a deferred call, and
+// allocates nothing when the values compare (reflect.Value.Comparable
+// allocates for a struct, such as context.Background()'s); where they do
+// not, the runtime's panic allocates its error.
 func equal(a, b any) (eq bool) {
 	defer func() {
 		if recover() != nil {
