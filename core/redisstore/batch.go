@@ -390,8 +390,11 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 // get a reply from client's node starts topology reloads (nodes.go),
 // unless ctx is the caller's own (own: an inline call) and its deadline
 // has passed: a caller's short deadline is no sign of a failing node. addr names the
-// node of client, for events.
+// node of client, for events; it is "" when client is the store's own
+// (which exec tells so, and not with ==: a Client of a type == cannot
+// compare would panic).
 func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*call, own bool) []result {
+	node := addr != "" // client is one node's of a Cluster, not the store's
 	for _, c := range calls {
 		s.stamp(c)
 	}
@@ -419,7 +422,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		switch err := cmd.Err(); {
 		case isNoScript(err):
 			reload = append(reload, i)
-		case client != s.client && notRun(err):
+		case node && notRun(err):
 			redirect = append(redirect, i)
 		}
 	}
@@ -437,7 +440,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		}
 		_, _ = pipe.Exec(ctx)
 		for _, i := range reload {
-			if client != s.client && notRun(cmds[i].Err()) {
+			if node && notRun(cmds[i].Err()) {
 				redirect = append(redirect, i)
 			}
 		}

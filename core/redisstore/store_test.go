@@ -160,6 +160,38 @@ func TestWrongTypeIsAnErrorNotAPanic(t *testing.T) {
 	}
 }
 
+// A Client may be a value of a type == cannot compare (a struct with a
+// slice field, wrapping a client): the store never compares it, alone or
+// under concurrent callers (inline and batched calls).
+func TestAClientOfAnUncomparableType(t *testing.T) {
+	s := newStore(t, taggedClient{newClient(t), []string{"tag"}})
+	lim, err := core.New(s, core.PerMinute(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				if d, err := lim.Allow(context.Background(), "k"); err != nil || !d.Allowed {
+					t.Errorf("Allow = %+v, %v; want allowed", d, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if d, err := lim.Peek(context.Background(), "k"); err != nil || d.Remaining != 1000-160 {
+		t.Errorf("Peek = %d remaining, %v; want 840", d.Remaining, err)
+	}
+}
+
+// taggedClient is a Client of a type == cannot compare.
+type taggedClient struct {
+	*redis.Client
+	tags []string
+}
+
 // TestScriptFlushWhileServing flushes the script cache again and again while
 // 16 goroutines decide: the store reloads its script (NOSCRIPT → EVAL),
 // specialized or generic, and no decision is lost or doubled.
