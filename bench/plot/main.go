@@ -198,7 +198,7 @@ func ours(lib string) bool { return strings.HasPrefix(lib, "tollgate") }
 // floor reports whether lib is one of BenchmarkMemoryFloor's floors
 // (floor-mutex, floor-cas, …): least designs, not libraries a user could
 // pick, so never a peer.
-func floor(lib string) bool { return strings.HasPrefix(lib, "floor") }
+func floor(lib string) bool { return lib == "floor" || strings.HasPrefix(lib, "floor-") }
 
 // fastestPeer returns the least median of row among other libraries, and
 // its library, or NaN when there is none. Floors are not peers.

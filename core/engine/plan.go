@@ -75,7 +75,9 @@ func (p *Plan) SameLimits(q *Plan) bool {
 	return true
 }
 
-// Value returns the value a store kept under key with SetValue.
+// Value returns the value a store kept under key with SetValue. key must
+// be comparable, as a map's key (a store's own pointer is): like
+// context.WithValue's, a key == cannot compare panics.
 func (p *Plan) Value(key any) (any, bool) { return p.values.Load(key) }
 
 // SetValue keeps v under key unless a value is there already, and returns
