@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"sync"
 	"unsafe"
 )
@@ -48,11 +49,20 @@ func SameContext(ctx, cur context.Context) bool { return equal(ctx, cur) }
 
 // equal reports whether a == b, and false where == panics: on two values
 // of one dynamic type that is not comparable, or that is but holds, in an
-// interface field, values that are not. It costs a deferred call, and
-// allocates nothing when the values compare (reflect.Value.Comparable
-// allocates for a struct, such as context.Background()'s); where they do
-// not, the runtime's panic allocates its error.
-func equal(a, b any) (eq bool) {
+// interface field, values that are not. A pointer compares at once; any
+// other value under a deferred recover, which allocates nothing when the
+// values compare (reflect.Value.Comparable allocates for a struct, such as
+// context.Background()'s); where they do not, the runtime's panic
+// allocates its error.
+func equal(a, b any) bool {
+	if t := reflect.TypeOf(a); t == nil || t.Kind() == reflect.Pointer {
+		return a == b // a pointer (the contexts of package context), or nil: == cannot panic
+	}
+	return equalSlow(a, b)
+}
+
+// equalSlow is equal for a value that is not a pointer.
+func equalSlow(a, b any) (eq bool) {
 	defer func() {
 		if recover() != nil {
 			eq = false
