@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,7 +12,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 
-	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/fiberlimit"
 	"github.com/tollgate/tollgate/guard"
@@ -313,12 +311,7 @@ func TestUserContextThroughTheMiddleware(t *testing.T) {
 // all the same, and the adaptive limit takes its latency as a sample.
 func TestAdaptiveSamplesTheRequestNotAContextAHandlerLeft(t *testing.T) {
 	clock := guardtest.NewClock(guardtest.Epoch)
-	ad, err := adaptive.New(adaptive.WithClock(clock), adaptive.WithInitialLimit(5), adaptive.WithMinLimit(5),
-		adaptive.WithMaxLimit(5), adaptive.WithWindow(1, 1, time.Millisecond, time.Hour),
-		adaptive.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ad := guardtest.FixedAdaptive(t, clock, 5)
 	app := fiber.New()
 	app.Use(fiberlimit.New(nil, fiberlimit.WithAdaptive(ad)))
 	app.Get("/", func(c *fiber.Ctx) error {

@@ -3,7 +3,6 @@ package ginlimit_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/ginlimit"
 	"github.com/tollgate/tollgate/guard"
@@ -486,12 +484,7 @@ func TestAnUncomparableRequestContextPassesThrough(t *testing.T) {
 // and the adaptive limit takes its latency as a sample.
 func TestAdaptiveSamplesTheRequestNotAContextAHandlerLeft(t *testing.T) {
 	clock := guardtest.NewClock(guardtest.Epoch)
-	ad, err := adaptive.New(adaptive.WithClock(clock), adaptive.WithInitialLimit(5), adaptive.WithMinLimit(5),
-		adaptive.WithMaxLimit(5), adaptive.WithWindow(1, 1, time.Millisecond, time.Hour),
-		adaptive.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ad := guardtest.FixedAdaptive(t, clock, 5)
 	r := gin.New()
 	r.Use(ginlimit.New(nil, ginlimit.WithAdaptive(ad)))
 	r.GET("/", func(c *gin.Context) {

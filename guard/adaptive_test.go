@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
@@ -18,13 +18,7 @@ import (
 // windows end at every sample.
 func newAdaptive(t *testing.T, e *env, n int) *adaptive.Limiter {
 	t.Helper()
-	lim, err := adaptive.New(adaptive.WithClock(e.clock), adaptive.WithInitialLimit(n),
-		adaptive.WithMinLimit(n), adaptive.WithMaxLimit(n), adaptive.WithWindow(1, 1, time.Millisecond, time.Hour),
-		adaptive.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lim
+	return guardtest.FixedAdaptive(t, e.clock, n)
 }
 
 // While a request holds the only unit, the next is shed: 503, a

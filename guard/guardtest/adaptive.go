@@ -138,3 +138,18 @@ func RunAdaptive(t *testing.T, build func(t *testing.T, cfg Config) http.Handler
 		t.Errorf("%d in flight after handlers that panicked, want none", s.InFlight)
 	}
 }
+
+// FixedAdaptive returns an adaptive limit held at n, on clock, whose
+// windows end at every sample: Stats().Latency is then the latency of the
+// last request served, which a test reads to learn whether a request
+// counted as served.
+func FixedAdaptive(t testing.TB, clock core.Clock, n int) *adaptive.Limiter {
+	t.Helper()
+	lim, err := adaptive.New(adaptive.WithClock(clock), adaptive.WithInitialLimit(n),
+		adaptive.WithMinLimit(n), adaptive.WithMaxLimit(n), adaptive.WithWindow(1, 1, time.Millisecond, time.Hour),
+		adaptive.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
