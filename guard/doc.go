@@ -85,7 +85,10 @@
 //	g, err := guard.New(lim, opts...)           // once; panic on err
 //	...
 //	return g.Serve(req, w, func(ctx context.Context) guard.Result {
-//		// pass ctx on when it is not the request's own context,
+//		// pass ctx on when it is not the request's own context
+//		// (guard.SameContext compares them without the panic == has
+//		// for some context types; an adapter that sets the context in
+//		// place, as fiber's user context, sets it when g.ReportsCost()),
 //		// call the next handler, and, if g.NeedsResult(), report
 //		// the status and body size it wrote
 //	})
