@@ -373,10 +373,10 @@ func (c *chainState) stop(r keyfuncs.Request) {
 
 // releaseAll ends the acquisitions of charges (a middleware's own, once
 // its handler returned): the units they hold on Concurrency limits are in
-// flight no more. It runs on the way out, so it ignores the request's
-// cancellation.
-func (c *chainState) releaseAll(r keyfuncs.Request, charges []charge) {
-	ctx := context.WithoutCancel(r.Context())
+// flight no more. It runs on the way out, under the request's context
+// reqCtx (read before the handler) without its cancellation.
+func (c *chainState) releaseAll(reqCtx context.Context, r keyfuncs.Request, charges []charge) {
+	ctx := context.WithoutCancel(reqCtx)
 	var fs failures
 	for _, ch := range charges {
 		if ch.lease == 0 {

@@ -438,10 +438,10 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 // context as it was before (reqCtx), not r.Context() again: an adapter
 // that sets the context in place (fiber) may find the handlers' own there.
 func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, charges []charge, ticket *adaptive.Ticket) {
-	if holds(charges) {
-		defer ch.releaseAll(r, charges)
-	}
 	reqCtx := r.Context()
+	if holds(charges) {
+		defer ch.releaseAll(reqCtx, r, charges)
+	}
 	ctx := reqCtx
 	mark := len(ch.entries) // the entries of the middlewares inside start here
 	if !g.reported && !g.NeedsResult() {

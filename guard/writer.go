@@ -56,7 +56,7 @@ func SameContext(ctx, cur context.Context) bool { return equal(ctx, cur) }
 // allocates its error.
 func equal(a, b any) bool {
 	if t := reflect.TypeOf(a); t == nil || t.Kind() == reflect.Pointer {
-		return a == b // a pointer (the contexts of package context), or nil: == cannot panic
+		return a == b // a pointer (most contexts: cancel, timer, value), or nil: == cannot panic
 	}
 	return equalSlow(a, b)
 }
