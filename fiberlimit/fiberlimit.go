@@ -73,12 +73,9 @@ func New(lim *core.Limiter, opts ...Option) fiber.Handler {
 			// it is the user context already, and is left alone (setting
 			// it and putting it back are two searches of the request's
 			// user values); with it, it carries the cost slot, and the
-			// previous context is put back once they return.
+			// previous context is put back once they return or panic.
 			if reported {
-				prev := c.UserContext()
-				c.SetUserContext(ctx)
-				nextErr = c.Next()
-				c.SetUserContext(prev)
+				nextErr = nextUnder(c, ctx)
 			} else {
 				nextErr = c.Next()
 			}
@@ -100,6 +97,15 @@ func New(lim *core.Limiter, opts ...Option) fiber.Handler {
 		}
 		return nextErr
 	}
+}
+
+// nextUnder runs the next handlers of c with ctx as the user context, and
+// puts the previous one back when they return or panic.
+func nextUnder(c *fiber.Ctx, ctx context.Context) error {
+	prev := c.UserContext()
+	c.SetUserContext(ctx)
+	defer c.SetUserContext(prev)
+	return c.Next()
 }
 
 // chainKey is the c.Locals key of the request's guard.Chain.

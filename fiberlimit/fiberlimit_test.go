@@ -306,6 +306,28 @@ func TestUserContextThroughTheMiddleware(t *testing.T) {
 	}
 }
 
+// With WithReportedCost, the outer user context comes back when a handler
+// panics too: a recover middleware outside finds it, not the context that
+// carries the settled request's cost slot.
+func TestUserContextComesBackWhenAHandlerPanics(t *testing.T) {
+	type ctxKey struct{}
+	app := fiber.New()
+	app.Use(func(c *fiber.Ctx) error {
+		c.SetUserContext(context.WithValue(c.UserContext(), ctxKey{}, "outer"))
+		err := c.Next()
+		if c.UserContext().Value(ctxKey{}) != "outer" || guard.ReportCost(c.UserContext(), 1) {
+			t.Error("after a panic, the user context is not the outer one again")
+		}
+		return err
+	})
+	app.Use(fiberrecover.New())
+	app.Use(fiberlimit.New(newLimiter(t, nil, fixed(100, "m")), fiberlimit.WithReportedCost()))
+	app.Get("/", func(c *fiber.Ctx) error { panic("boom") })
+	if resp := do(app, "GET", "/"); resp.StatusCode() != fiber.StatusInternalServerError {
+		t.Errorf("status %d, want 500 from the recover middleware", resp.StatusCode())
+	}
+}
+
 // A handler may leave a context of its own as the user context, cancelled
 // as it returns, as fiber's timeout middleware does: the request was served
 // all the same, and the adaptive limit takes its latency as a sample.
