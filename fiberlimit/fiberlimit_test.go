@@ -310,16 +310,8 @@ func TestUserContextThroughTheMiddleware(t *testing.T) {
 // panics too: a recover middleware outside finds it, not the context that
 // carries the settled request's cost slot.
 func TestUserContextComesBackWhenAHandlerPanics(t *testing.T) {
-	type ctxKey struct{}
 	app := fiber.New()
-	app.Use(func(c *fiber.Ctx) error {
-		c.SetUserContext(context.WithValue(c.UserContext(), ctxKey{}, "outer"))
-		err := c.Next()
-		if c.UserContext().Value(ctxKey{}) != "outer" || guard.ReportCost(c.UserContext(), 1) {
-			t.Error("after a panic, the user context is not the outer one again")
-		}
-		return err
-	})
+	app.Use(outerContext(t))
 	app.Use(fiberrecover.New())
 	app.Use(fiberlimit.New(newLimiter(t, nil, fixed(100, "m")), fiberlimit.WithReportedCost()))
 	app.Get("/", func(c *fiber.Ctx) error { panic("boom") })
@@ -351,20 +343,28 @@ func TestAdaptiveSamplesTheRequestNotAContextAHandlerLeft(t *testing.T) {
 	}
 }
 
-func TestReportCost(t *testing.T) {
-	type ctxKey struct{}
-	app := fiber.New()
-	app.Use(func(c *fiber.Ctx) error {
-		c.SetUserContext(context.WithValue(c.UserContext(), ctxKey{}, "outer"))
+// outerContext returns a handler that sets a user context carrying "outer"
+// under outerKey, and checks that it is the user context again once the
+// handlers after it return.
+func outerContext(t *testing.T) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		c.SetUserContext(context.WithValue(c.UserContext(), outerKey{}, "outer"))
 		err := c.Next()
-		if c.UserContext().Value(ctxKey{}) != "outer" || guard.ReportCost(c.UserContext(), 1) {
+		if c.UserContext().Value(outerKey{}) != "outer" || guard.ReportCost(c.UserContext(), 1) {
 			t.Error("after the middleware, the user context is not the outer one again")
 		}
 		return err
-	})
+	}
+}
+
+type outerKey struct{}
+
+func TestReportCost(t *testing.T) {
+	app := fiber.New()
+	app.Use(outerContext(t))
 	app.Use(fiberlimit.New(newLimiter(t, nil, fixed(100, "m")), fiberlimit.WithReportedCost()))
 	app.Get("/fiber", func(c *fiber.Ctx) error {
-		if c.UserContext().Value(ctxKey{}) != "outer" {
+		if c.UserContext().Value(outerKey{}) != "outer" {
 			t.Error("the handler's user context lost the outer values")
 		}
 		if !fiberlimit.ReportCost(c, 40) {
