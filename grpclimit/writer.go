@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/internal/compare"
 )
 
 // rpcKey is the context key of an RPC's rpc.
@@ -60,16 +61,8 @@ func join(ctx context.Context) (_ context.Context, st *rpc, own bool) {
 // sameStream reports whether a and b are the same transport stream. A
 // stream that cannot be compared (a test's fake of an uncomparable type,
 // or of a comparable struct type whose interface field holds one) is
-// never the same as another, rather than panic: catching the panic of ==
-// is the one check that allocates nothing.
-func sameStream(a, b grpc.ServerTransportStream) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a == b
-}
+// never the same as another, rather than panic.
+func sameStream(a, b grpc.ServerTransportStream) bool { return compare.Equal(a, b) }
 
 // set sets the metadata key to value, unless the metadata was sent.
 func (st *rpc) set(key, value string) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate/tollgate/adaptive"
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/internal/compare"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
@@ -221,7 +222,7 @@ func sameState(a, b *core.Limiter) bool {
 	if a.Scope() != b.Scope() {
 		return false
 	}
-	return equal(a.Store(), b.Store()) // a store value that cannot be compared is not known to be the same
+	return compare.Equal(a.Store(), b.Store()) // a store value that cannot be compared is not known to be the same
 }
 
 // charge is what one Serve call added to an entry.

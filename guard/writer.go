@@ -3,9 +3,10 @@ package guard
 import (
 	"context"
 	"net/http"
-	"reflect"
 	"sync"
 	"unsafe"
+
+	"github.com/tollgate/tollgate/internal/compare"
 )
 
 // Writer is the response side of a request, as a Guard needs it. Each
@@ -45,31 +46,7 @@ type Next func(ctx context.Context) Result
 // func field, or with a field holding such a context. The adapter then
 // passes ctx on, which costs it a copy of the request and changes nothing
 // else.
-func SameContext(ctx, cur context.Context) bool { return equal(ctx, cur) }
-
-// equal reports whether a == b, and false where == panics: on two values
-// of one dynamic type that is not comparable, or that is but holds, in an
-// interface field, values that are not. A pointer compares at once; any
-// other value under a deferred recover, which allocates nothing when the
-// values compare (reflect.Value.Comparable allocates for a struct, such as
-// context.Background()'s); where they do not, the runtime's panic
-// allocates its error.
-func equal(a, b any) bool {
-	if t := reflect.TypeOf(a); t == nil || t.Kind() == reflect.Pointer {
-		return a == b // a pointer (most contexts: cancel, timer, value), or nil: == cannot panic
-	}
-	return equalSlow(a, b)
-}
-
-// equalSlow is equal for a value that is not a pointer.
-func equalSlow(a, b any) (eq bool) {
-	defer func() {
-		if recover() != nil {
-			eq = false
-		}
-	}()
-	return a == b
-}
+func SameContext(ctx, cur context.Context) bool { return compare.Equal(ctx, cur) }
 
 // Result is what the handler wrote: its status code and the number of body
 // bytes. A handler that wrote nothing has Status 200 in net/http terms; the
