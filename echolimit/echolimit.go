@@ -63,7 +63,7 @@ func New(lim *core.Limiter, opts ...Option) echo.MiddlewareFunc {
 		// echo builds the chain of e.Use middleware per request: keep this
 		// closure small.
 		return func(c echo.Context) error {
-			x := &gate{c: c, next: next, track: g.NeedsResult()}
+			x := &gate{c: c, next: next, track: g.NeedsResult(), reported: g.ReportsCost()}
 			if x.rw.chain = guard.FindChain(c.Response().Writer); x.rw.chain == nil {
 				// The first Tollgate middleware of the request.
 				x.rw.chain, x.rw.prev = &x.own, c.Response().Writer

@@ -24,12 +24,13 @@ import (
 // middlewares further in, and an http.Handler mounted with
 // echo.WrapHandler, find the chain there.
 type gate struct {
-	c     echo.Context
-	next  echo.HandlerFunc
-	err   error // the next handler's error, when not committed
-	track bool  // commit the handler's error and report the status
-	rw    chainWriter
-	own   guard.Chain
+	c        echo.Context
+	next     echo.HandlerFunc
+	err      error // the next handler's error, when not committed
+	track    bool  // commit the handler's error and report the status
+	reported bool  // WithReportedCost: only then is the context call receives not the request's
+	rw       chainWriter
+	own      guard.Chain
 }
 
 var (
@@ -78,8 +79,8 @@ func (w *chainWriter) Unwrap() http.ResponseWriter { return w.prev }
 // with ctx as the request's context.
 func (x *gate) call(ctx context.Context) guard.Result {
 	c := x.c
-	if r := c.Request(); !guard.SameContext(ctx, r.Context()) {
-		c.SetRequest(r.WithContext(ctx))
+	if x.reported {
+		c.SetRequest(c.Request().WithContext(ctx))
 	}
 	var err error
 	if x.rw.prev != nil {

@@ -54,7 +54,7 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 	if err != nil {
 		panic("ginlimit: New: " + err.Error())
 	}
-	track := g.NeedsResult()
+	track, reported := g.NeedsResult(), g.ReportsCost() // only with reported is Next's context not the request's
 	return func(c *gin.Context) {
 		x := writers.Get().(*writer)
 		*x = writer{c: c, chain: guard.FindChain(c.Writer)}
@@ -66,7 +66,7 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 		passed := false
 		err := g.Serve(request{c}, x, func(ctx context.Context) guard.Result {
 			passed = true
-			if !guard.SameContext(ctx, c.Request.Context()) {
+			if reported {
 				c.Request = c.Request.WithContext(ctx)
 			}
 			c.Next()

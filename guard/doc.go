@@ -85,12 +85,9 @@
 //	g, err := guard.New(lim, opts...)           // once; panic on err
 //	...
 //	return g.Serve(req, w, func(ctx context.Context) guard.Result {
-//		// pass ctx on when it is not the request's own context
-//		// (guard.SameContext compares them without the panic == has
-//		// for some context types; an adapter that sets the context in
-//		// place, as fiber's user context, sets it when g.ReportsCost()),
-//		// call the next handler, and, if g.NeedsResult(), report
-//		// the status and body size it wrote
+//		// pass ctx on when g.ReportsCost() (only then is it not the
+//		// request's own context), call the next handler, and, if
+//		// g.NeedsResult(), report the status and body size it wrote
 //	})
 //
 // Framework-typed options (a key function over *gin.Context, echo's

@@ -117,9 +117,9 @@ func (g *Guard) NeedsResult() bool { return g.refundOn != nil || g.respCost != n
 
 // ReportsCost reports whether the Guard was built with WithReportedCost:
 // only then may the context Next receives differ from the request's (it
-// carries the cost slot). An adapter that sets the context in place, as
-// fiber's user context, sets it only then, and puts the previous one back
-// once Next returns.
+// carries the cost slot), and an adapter passes it on only then. One that
+// sets the context in place, as fiber's user context, puts the previous
+// one back once Next returns.
 func (g *Guard) ReportsCost() bool { return g.reported }
 
 // Serve runs the flow for one request: r is the adapter's view of the

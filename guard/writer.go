@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"sync"
 	"unsafe"
-
-	"github.com/tollgate/tollgate/internal/compare"
 )
 
 // Writer is the response side of a request, as a Guard needs it. Each
@@ -31,22 +29,14 @@ type Writer interface {
 
 // Next runs the rest of the chain: the next middleware and the handler.
 // ctx is the request's context, or a context derived from it that carries
-// the cost slot of WithReportedCost: when it differs from the request's
-// context (SameContext reports false) the adapter must pass it on
-// (net/http: r.WithContext(ctx)).
+// the cost slot of WithReportedCost: when the Guard has that option
+// (ReportsCost) the adapter must pass it on (net/http: r.WithContext(ctx)).
+// It need not compare the two contexts, and must not with ==, which
+// panics on a context of a type it cannot compare.
 //
 // Next returns what the handler wrote. Only a Guard whose NeedsResult
 // reports true reads it; adapters may return the zero Result otherwise.
 type Next func(ctx context.Context) Result
-
-// SameContext reports whether ctx is the context cur, as an adapter asks
-// of the context Next receives and the request's (see Next). It is
-// ctx == cur, but false, and not a panic, when == cannot compare them: a
-// context a program implements as a struct value with a slice, map or
-// func field, or with a field holding such a context. The adapter then
-// passes ctx on, which costs it a copy of the request and changes nothing
-// else.
-func SameContext(ctx, cur context.Context) bool { return compare.Equal(ctx, cur) }
 
 // Result is what the handler wrote: its status code and the number of body
 // bytes. A handler that wrote nothing has Status 200 in net/http terms; the

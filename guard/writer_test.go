@@ -10,7 +10,6 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/guard"
-	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
@@ -99,33 +98,3 @@ func TestAHandlerAddingToTheSharedPolicyLeavesOtherResponsesAlone(t *testing.T) 
 func styleName(s guard.HeaderStyle) string {
 	return map[guard.HeaderStyle]string{guard.HeadersDraft11: "draft-11", guard.HeadersDraft06: "draft-06", guard.HeadersLegacy: "legacy", guard.HeadersNone: "no"}[s]
 }
-
-func TestSameContext(t *testing.T) {
-	base := context.Background()
-	derived := context.WithValue(base, struct{}{}, 1)
-	odd := guardtest.UncomparableContext(base)
-	for _, tc := range []struct {
-		name     string
-		ctx, cur context.Context
-		want     bool
-	}{
-		{"the same context", derived, derived, true},
-		{"a context derived from it", derived, base, false},
-		{"nil and nil", nil, nil, true},
-		{"a context and nil", base, nil, false},
-		// == on two interfaces holding such a value panics.
-		{"an uncomparable context and itself", odd, odd, false},
-		{"an uncomparable context and another type", odd, base, false},
-		// A comparable struct type: == compares its field, and panics.
-		{"a context holding an uncomparable one, and itself", wrappedContext{odd}, wrappedContext{odd}, false},
-		{"a context holding a comparable one, and itself", wrappedContext{derived}, wrappedContext{derived}, true},
-	} {
-		if got := guard.SameContext(tc.ctx, tc.cur); got != tc.want {
-			t.Errorf("%s: SameContext = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-// wrappedContext is a comparable struct type whose field may hold a
-// context == cannot compare.
-type wrappedContext struct{ context.Context }

@@ -45,6 +45,7 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	if err != nil {
 		panic("nethttp: New: " + err.Error())
 	}
+	reported := g.ReportsCost() // only then is Next's context not the request's
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var x *writer
@@ -65,7 +66,7 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 				x.chain = &x.own
 			}
 			_ = g.Serve(request{r}, x, func(ctx context.Context) guard.Result {
-				if !guard.SameContext(ctx, r.Context()) {
+				if reported {
 					r = r.WithContext(ctx)
 				}
 				next.ServeHTTP(rw, r)

@@ -31,6 +31,7 @@ func TestEqual(t *testing.T) {
 		{"nil and nil", nil, nil, true},
 		{"a value and nil", base, nil, false},
 		{"an uncomparable value and itself", odd, odd, false},
+		{"an uncomparable value and another type", odd, base, false},
 		{"a comparable struct holding an uncomparable value, and itself", wrapped{odd}, wrapped{odd}, false},
 		{"a comparable struct holding a comparable value, and itself", wrapped{derived}, wrapped{derived}, true},
 	} {
