@@ -37,12 +37,12 @@ import (
 // The next handlers run with c.UserContext() set to the context the Guard
 // passes on: the request's, or with WithReportedCost one that carries the
 // cost slot, and then the previous user context is restored when they
-// return (a context a handler set is kept otherwise). Their error is returned
-// unchanged, except when WithRefundOn or WithResponseCost need the status
-// actually sent: then, as fiber's logger middleware does, the error is
-// committed at once through the app's ErrorHandler (c.App().ErrorHandler,
-// with a 500 if that fails too), the request is settled on the status and
-// body it produced, and the handler returns nil.
+// return or panic (a context a handler set is kept otherwise). Their error
+// is returned unchanged, except when WithRefundOn or WithResponseCost need
+// the status actually sent: then, as fiber's logger middleware does, the
+// error is committed at once through the app's ErrorHandler
+// (c.App().ErrorHandler, with a 500 if that fails too), the request is
+// settled on the status and body it produced, and the handler returns nil.
 //
 // New panics if lim is nil (unless WithAdaptive gives an adaptive limit,
 // which then limits alone) or an option is invalid (a nil function, a
