@@ -293,7 +293,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decisio
 // memory AllowNInto brings to the direct path: small enough that Allow
 // and AllowN are inlined, and their caller's Decision is written in place.
 func (l *Limiter) allowInto(ctx context.Context, key string, cost int64, d *Decision) (err error) {
-	if l.direct {
+	switch {
+	case l.taker != nil:
+		return l.takeBrief(ctx, key, cost, d)
+	case l.direct:
 		return l.take(ctx, key, cost, d)
 	}
 	*d, err = l.do(ctx, engine.Take, key, cost, nil)
@@ -352,15 +355,13 @@ func returnParts(op *engine.Op, p *[maxLentParts]engine.LimitResult) {
 	op.Parts = nil
 }
 
-// take is AllowN when l.direct: what op and apply do in that case, without
+// take is AllowN when l.direct, and l has no taker (else takeBrief is):
+// what op and apply do in that case, without
 // the steps that do nothing there. It writes the Decision to d, which is
 // zero: a Decision is large, and every call level that returns one copies
 // it several times. d.States is nil, or the caller's memory for the
 // States (AllowNInto), used when it has room for every limit.
 func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision) (err error) {
-	if l.taker != nil {
-		return l.takeBrief(ctx, key, cost, d)
-	}
 	op := engine.Op{Plan: l.plan, Key: key, Cost: cost}
 	parts := l.lendParts(&op, len(l.limits))
 	res, err := l.store.Apply(ctx, op)

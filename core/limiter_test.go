@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -322,11 +323,27 @@ func testDirectPath(ctx context.Context, t *testing.T, alg core.Algorithm, n int
 	if n == 2 {
 		limits = append(limits, core.PerMinute(40).Named("minute"))
 	}
-	direct, err := core.New(memstore.New(memstore.WithSweepInterval(0), memstore.WithClock(clock)), limits...)
+	// A rival of other limits under the same name shares each key's entry
+	// on each store: the entry is laid out for one plan, then the other.
+	limits = append(limits, core.WithName("shared"))
+	rivalLimits := []core.Option{core.PerMinute(7).WithAlgorithm(alg), core.WithName("shared")}
+	if alg == core.Concurrency {
+		rivalLimits[0] = core.InFlight(2, time.Minute)
+	}
+	directStore, generalStore := memstore.New(memstore.WithSweepInterval(0), memstore.WithClock(clock)), memstore.New(memstore.WithSweepInterval(0))
+	direct, err := core.New(directStore, limits...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	general, err := core.New(memstore.New(memstore.WithSweepInterval(0)), append(limits, core.WithClock(clock))...)
+	general, err := core.New(generalStore, append(limits, core.WithClock(clock))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	directRival, err := core.New(directStore, rivalLimits...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	generalRival, err := core.New(generalStore, append(rivalLimits, core.WithClock(clock))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,9 +369,22 @@ func testDirectPath(ctx context.Context, t *testing.T, alg core.Algorithm, n int
 		}
 	}
 	costs := []int64{1, 1, 2, 0, 4, 1, 9, -1, 1, 3}
+	// A key longer than the store keeps as it is (memstore.DefaultMaxKeyLen)
+	// is kept by its digest, and a key of the digest's bytes is another.
+	long := strings.Repeat("k", memstore.DefaultMaxKeyLen+1)
+	digest := sha256.Sum256([]byte(long))
+	keys := []string{"a", "b", "", long, string(digest[:])}
 	for i := range 200 {
 		clock.Set(t0.Add(time.Duration(i*i%997) * 7 * time.Millisecond))
-		check(fmt.Sprintf("step %d", i), costs[i%len(costs)], []string{"a", "b", ""}[i%3])
+		key := keys[i%len(keys)]
+		check(fmt.Sprintf("step %d", i), costs[i%len(costs)], key)
+		if i%5 == 0 && key != "" {
+			d1, err1 := directRival.Allow(ctx, key)
+			d2, err2 := generalRival.Allow(ctx, key)
+			if !reflect.DeepEqual(d1, d2) || err1 != nil || err2 != nil {
+				t.Fatalf("step %d: the rival's Allow(%.8q) = %+v, %v on the direct path, want %+v, %v", i, key, d1, err1, d2, err2)
+			}
+		}
 	}
 	direct.Store().Close()
 	general.Store().Close()

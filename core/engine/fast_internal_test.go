@@ -188,3 +188,39 @@ func cloneAll(states []State) []State {
 	}
 	return c
 }
+
+// TakeOne decides a Take as Step does, on every algorithm: the Result
+// (its time included), keep and state, over random traces whose costs
+// pass and fail, with a clock that steps back.
+func TestTakeOneEqualsStep(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for a := range numAlgorithms {
+		spec := Spec{Algorithm: Algorithm(a), Quota: []int64{1, 5, 1000, 1 << 40}[a%4], Period: time.Second}
+		if spec.Algorithm == Concurrency {
+			spec.Quota = 3 // at most MaxInFlight
+		}
+		l, err := Compile(spec)
+		if err != nil {
+			t.Fatalf("Compile(%+v): %v", spec, err)
+		}
+		plan, _ := NewPlan("", []Limit{l})
+		var stepSt, oneSt State
+		now := int64(1_700_000_000_000_000)
+		for step := range 500 {
+			now += r.Int64N(l.Period/2+1) - l.Period/20
+			cost := []int64{0, 1, 1, 2, l.Capacity, l.Capacity + 1}[r.IntN(6)]
+			states := []State{stepSt}
+			var stepRes, oneRes Result
+			stepKeep, err := Step(&Op{Plan: plan, Key: "k", Kind: Take, Cost: cost}, now, states, &stepRes)
+			if err != nil {
+				t.Fatalf("%s step %d: Step: %v", l.Algorithm, step, err)
+			}
+			oneKeep := TakeOne(plan, cost, now, &oneSt, &oneRes)
+			if oneKeep != stepKeep || !reflect.DeepEqual(oneRes, stepRes) || !reflect.DeepEqual(clone(oneSt), clone(states[0])) {
+				t.Fatalf("%s step %d: Take(%d) at %d:\n TakeOne %+v keep %d state %+v\n Step    %+v keep %d state %+v",
+					l.Algorithm, step, cost, now, oneRes, oneKeep, oneSt, stepRes, stepKeep, states[0])
+			}
+			stepSt = clone(states[0])
+		}
+	}
+}

@@ -269,6 +269,24 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 // Reset, and the log stays in order.
 func leaseOf(st *State, now int64) int64 { return max(now, st.B+1) }
 
+// TakeOne is Step for a Take of cost on the single limit of plan, at now,
+// for a caller that has checked the op as Step would (a plan of one limit,
+// a key, a cost of 0 or more): the memory store's path for nearly every
+// decision, without Step's checks and dispatch. It writes res and st as
+// Step does and returns keep.
+func TakeOne(plan *Plan, cost, now int64, st *State, res *Result) int64 {
+	op := Op{Plan: plan, Kind: Take, Cost: cost}
+	keep, ok := int64(0), false
+	if fastPath {
+		keep, ok = fast1(&op, &plan.Limits[0], now, st, res)
+	}
+	if !ok {
+		keep = slow1(&op, &plan.Limits[0], now, st, res)
+	}
+	res.At = now
+	return keep
+}
+
 // step1 is Step for a single limit, without the bookkeeping of several.
 func step1(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	if fastPath {

@@ -293,8 +293,17 @@ func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (
 		return false, nil
 	}
 	keep, err := engine.Step(op, now, e.states(), res)
+	if err == nil { // else nothing changed
+		e.settleQuick(sh, op.Plan, now, keep)
+	}
+	e.mu.Unlock()
+	return true, err
+}
+
+// settleQuick settles e, of plan, after quick's operation at now left it
+// to be kept keep µs more (see quick). e.mu is held, and still is after.
+func (e *entry) settleQuick(sh *shard, plan *engine.Plan, now, keep int64) {
 	switch until := now + keep; {
-	case err != nil: // nothing changed
 	case keep > 0 && until >= e.expires:
 		e.expires = until
 	case sh.mu.TryLock(): // never waits: the shard's lock comes first elsewhere
@@ -304,11 +313,36 @@ func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (
 		e.mu.Unlock()
 		sh.mu.Lock()
 		e.mu.Lock()
-		e.settleLate(sh, op.Plan, now)
+		e.settleLate(sh, plan, now)
 		sh.mu.Unlock()
 	}
+}
+
+// takeOne is quick for a Take on a plan of one limit without a log, a
+// key stored as it is and a valid cost, straight from TakeBrief: the
+// path of nearly every decision of a Limiter, without the Op and the
+// checks apply and Step make of any operation. It reports whether it
+// took the cost; when it did not, it changed nothing.
+func (s *Store) takeOne(plan *engine.Plan, key string, cost int64, res *engine.Result) bool {
+	if len(plan.Limits) != 1 || plan.Limits[0].Algorithm.Logs() || key == "" || len(key) > s.maxKeyLen || cost < 0 || s.closed.Load() {
+		return false
+	}
+	now := s.now()
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h&s.mask]
+	e := sh.t.get(h, key)
+	if e == nil || e.hashed {
+		return false
+	}
+	e.mu.Lock()
+	if e.dead || e.plan != plan {
+		e.mu.Unlock()
+		return false
+	}
+	keep := engine.TakeOne(plan, cost, now, &e.states()[0], res)
+	e.settleQuick(sh, plan, now, keep)
 	e.mu.Unlock()
-	return true, err
+	return true
 }
 
 // quickPlan reports whether an operation of plan may take quick's path:
@@ -354,9 +388,11 @@ func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost in
 // TakeBrief is Take with the Brief's fields returned one by one, in
 // registers (see core.Store): a core.Limiter of one limit calls it.
 func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, wait, window, lease, at int64, err error) {
-	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
 	var res engine.Result
-	err = s.apply(&op, &res)
+	if !s.takeOne(plan, key, cost, &res) {
+		op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
+		err = s.apply(&op, &res)
+	}
 	// engine.BriefOf's fields, read from res: a Brief made here would be
 	// copied through memory, and the copy would stall on it.
 	wait = res.Retry
