@@ -85,31 +85,42 @@ func parseNodeGeneral(s string) (a netip.Addr, v4 string, ok bool) {
 // accepts nothing parseNodeText would reject. It is parseNodeText's common
 // case in one pass, without netip's general parser.
 func parseIPv4Port(s string) (a netip.Addr, host string, ok bool) {
+	// One byte at a time, each digit checked once: this runs on every
+	// request keyed by IP.
 	var ip [4]byte
-	field, i := 0, 0
-	for {
-		start, v := i, 0
-		for i < len(s) && i-start < 4 && '0' <= s[i] && s[i] <= '9' {
-			v = v*10 + int(s[i]-'0')
+	i := 0
+	for field := range ip {
+		if field > 0 {
+			if i == len(s) || s[i] != '.' {
+				return netip.Addr{}, "", false
+			}
 			i++
 		}
-		digits := i - start
-		if digits == 0 || digits > 3 || v > 255 || digits > 1 && s[start] == '0' {
+		if i == len(s) {
 			return netip.Addr{}, "", false
 		}
-		ip[field] = byte(v)
-		if field++; field == 4 {
-			break
-		}
-		if i == len(s) || s[i] != '.' {
+		v := uint(s[i] - '0')
+		if v > 9 {
 			return netip.Addr{}, "", false
 		}
 		i++
+		if v != 0 { // a field that starts with 0 is 0: "01" is not canonical
+			for end := min(i+2, len(s)); i < end; i++ {
+				d := uint(s[i] - '0')
+				if d > 9 {
+					break
+				}
+				v = v*10 + d
+			}
+			if v > 255 {
+				return netip.Addr{}, "", false
+			}
+		}
+		ip[field] = byte(v)
 	}
-	switch {
-	case i == len(s):
-	case s[i] == ':' && decimalPort(s[i+1:]):
-	default:
+	// A digit here is a fourth digit, or a digit after a leading 0: both
+	// are not canonical, and neither is a port.
+	if i < len(s) && (s[i] != ':' || !decimalPort(s[i+1:])) {
 		return netip.Addr{}, "", false
 	}
 	return netip.AddrFrom4(ip), s[:i], true
@@ -121,13 +132,13 @@ func decimalPort(p string) bool {
 	if p == "" {
 		return false
 	}
-	n := 0
+	n := uint(0)
 	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c < '0' || c > '9' {
+		d := uint(p[i] - '0')
+		if d > 9 {
 			return false
 		}
-		if n = n*10 + int(c-'0'); n > 65535 {
+		if n = n*10 + d; n > 65535 {
 			return false
 		}
 	}
