@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"net/http"
-	"sync"
 	"unsafe"
 )
 
@@ -82,12 +81,12 @@ type HeaderWriter interface {
 	ResponseHeader() http.Header
 }
 
-// setHeaderBytes sets header name to value on w, in one allocation when w
-// is a HeaderWriter, as bytes when w takes them.
-func setHeaderBytes(w Writer, name string, value []byte) {
+// setHeaderBytes sets header name to value on w, carved out of a (see
+// headerValue) when w is a HeaderWriter, as bytes when w takes them.
+func setHeaderBytes(w Writer, name string, value []byte, a *arena) {
 	switch x := w.(type) {
 	case HeaderWriter:
-		x.ResponseHeader()[name] = headerValue(value)
+		x.ResponseHeader()[name] = headerValue(value, a)
 	case BytesWriter:
 		x.SetHeaderBytes(name, value)
 	default:
@@ -107,14 +106,13 @@ func setPolicy(w Writer, pc *policyCache) {
 
 // headerValue returns a copy of b as the values of an http.Header field.
 // Values up to maxArenaValue bytes, and their []string, are carved out of
-// an arena: chunks of memory shared by many responses, each part written
-// once and then only read, so that a response costs a fraction of an
-// allocation; a chunk is garbage once no header refers to any of it.
-func headerValue(b []byte) []string {
-	if len(b) == 0 || len(b) > maxArenaValue {
+// a: chunks of memory shared by many responses, each part written once and
+// then only read, so that a response costs a fraction of an allocation; a
+// chunk is garbage once no header refers to any of it.
+func headerValue(b []byte, a *arena) []string {
+	if len(b) == 0 || len(b) > maxArenaValue || a == nil {
 		return []string{string(b)}
 	}
-	a := arenas.Get().(*arena)
 	if len(a.bytes) < len(b) {
 		a.bytes = make([]byte, arenaBytes)
 	}
@@ -125,7 +123,6 @@ func headerValue(b []byte) []string {
 	v := a.slots[:1:1] // the capacity keeps an append from writing over the next slot
 	v[0] = unsafe.String(&a.bytes[0], n)
 	a.bytes, a.slots = a.bytes[n:], a.slots[1:]
-	arenas.Put(a)
 	return v
 }
 
@@ -142,6 +139,3 @@ const (
 	arenaSlots    = 128
 	maxArenaValue = 256
 )
-
-// arenas holds the arenas of headerValue, one per P or so.
-var arenas = sync.Pool{New: func() any { return new(arena) }}
