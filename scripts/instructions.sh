@@ -9,16 +9,18 @@
 #   scripts/instructions.sh TEST_BINARY BENCH_REGEX LOOP_FUNC [N]
 #
 # TEST_BINARY is a `go test -c` binary; BENCH_REGEX selects one benchmark;
-# LOOP_FUNC is the function whose loop makes the iterations (callgrind
-# counts only inside it: setup and warm-up stay out), as callgrind's
-# --toggle-collect takes it; N is the iterations (-test.benchtime Nx, by
-# default 20000). It prints the instructions counted over N+1 (b.Loop's
-# first round runs once). For example, from bench/ and nethttp/:
+# LOOP_FUNC is the function whose loop makes the iterations, as callgrind's
+# --toggle-collect takes it (callgrind counts only inside it); N is the
+# iterations (-test.benchtime Nx, by default 20000). It prints the
+# instructions counted over N+1 (b.Loop's first round runs once). Use it
+# on cases whose warm-up is one decision, as BenchmarkMemory's hotkey:
+# on keys10k, its 10,000 warm-up decisions were counted as well. For
+# example, from the repository's root:
 #
-#   go test -c -o /tmp/bench.test . && scripts/instructions.sh /tmp/bench.test \
-#     '^BenchmarkMemory$/^case=hotkey$/^lib=tollgate$' '*runSerial'
-#   go test -c -o /tmp/nethttp.test . && scripts/instructions.sh /tmp/nethttp.test \
-#     '^BenchmarkMiddleware$/^limited$' '*nethttp_test.serve'
+#   (cd bench && go test -c -o /tmp/bench.test .)
+#   scripts/instructions.sh /tmp/bench.test '^BenchmarkMemory$/^case=hotkey$/^lib=tollgate$' '*runSerial'
+#   (cd nethttp && go test -c -o /tmp/nethttp.test .)
+#   scripts/instructions.sh /tmp/nethttp.test '^BenchmarkMiddleware$/^limited$' '*nethttp_test.serve'
 #
 # Installs Debian's valgrind package with apt-get when it is missing.
 set -euo pipefail
