@@ -14,8 +14,8 @@ import (
 	"github.com/tollgate/tollgate/core/engine"
 )
 
-// Decisions on existing keys take only their entry's lock (entry.quick),
-// beside operations that take the shard's: keys created, reset (removed),
+// Decisions on existing keys take only their entry's lock (entry.quick,
+// and takeOne for half the workers' Takes of one limit), beside operations that take the shard's: keys created, reset (removed),
 // extended in other scopes, laid out for another plan (a Peek of another
 // plan in the same scope moves the states) and swept, all at once. Every
 // key still admits exactly its limit, in each of its three scopes (one of
@@ -43,12 +43,21 @@ func TestConcurrentDecisionsStayExact(t *testing.T) {
 			for range keys * perKey {
 				k := r.IntN(keys)
 				for j, p := range []*engine.Plan{fixed, gcra, two} {
-					res, err := s.Apply(context.Background(), engine.Op{Plan: p, Key: fmt.Sprint("k", k), Cost: 1})
+					key := fmt.Sprint("k", k)
+					var ok bool
+					var err error
+					if w%2 == 1 && len(p.Limits) == 1 { // a Limiter's path (takeOne) beside Apply's
+						ok, _, _, _, _, _, _, err = s.TakeBrief(context.Background(), p, key, 1)
+					} else {
+						var res engine.Result
+						res, err = s.Apply(context.Background(), engine.Op{Plan: p, Key: key, Cost: 1})
+						ok = res.Allowed
+					}
 					if err != nil {
-						t.Errorf("Apply: %v", err)
+						t.Errorf("plan %s, key %s: %v", p.Scope, key, err)
 						return
 					}
-					if res.Allowed {
+					if ok {
 						allowed[k][j].Add(1)
 					}
 				}
