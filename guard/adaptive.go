@@ -76,7 +76,7 @@ func (g *Guard) shed(w Writer, r keyfuncs.Request, next Next, ch *chainState, co
 		ch.stop(r)
 	}
 	dn.RetryAfter = time.Duration(max(1, ceilSeconds(g.adaptive.RetryAfter()))) * time.Second
-	ls := listing{entries: ch.entries, buf: ch.buf[:0], arena: &ch.arena, denied: len(ch.entries), dn: dn}
+	ls := listing{entries: ch.entries, buf: ch.buf[:0], denied: len(ch.entries), dn: dn}
 	ls.extra = g.unasked(r, ch, -1)
 	ls.extra = append(ls.extra, g.routes.inner(routeOf(r))...)
 	g.setHeaders(w, &ls)

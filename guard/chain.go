@@ -58,9 +58,6 @@ type chainState struct {
 	// buf is where the headers' values are built: a buffer on the stack
 	// would escape, passed to BytesWriter.SetHeaderBytes.
 	buf [128]byte
-	// arena is where the headers' values are kept: the request's, so that
-	// no pool is asked for it (headerValue).
-	arena arena
 	// states is the memory of one entry's Decision.States, lent to the
 	// first decision of a request on several limits (core's AllowNInto),
 	// so that it allocates nothing; lent says it is taken. Nothing refers

@@ -268,7 +268,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			}
 		}
 	}
-	g.setHeaders(w, &listing{entries: ch.entries, buf: ch.buf[:0], arena: &ch.arena})
+	g.setHeaders(w, &listing{entries: ch.entries, buf: ch.buf[:0]})
 	open = false // the handler's now: pass settles it
 	g.pass(r, next, ch, uses, charges, &ticket)
 	return nil
@@ -354,7 +354,7 @@ func (g *Guard) deny(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 		secs := max(1, ceilSeconds(retry), ceilSeconds(it.window))
 		dn.RetryAfter = time.Duration(secs) * time.Second
 	}
-	ls := listing{entries: ch.entries, buf: ch.buf[:0], arena: &ch.arena, denied: at, dn: dn, violated: violated}
+	ls := listing{entries: ch.entries, buf: ch.buf[:0], denied: at, dn: dn, violated: violated}
 	if !queued { // a queued request was decided by every rule
 		ls.extra = g.unasked(r, ch, rule)
 	}
@@ -423,7 +423,7 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 	}
 	ch.stop(r)
 	if outer > 0 {
-		g.setHeaders(w, &listing{entries: ch.entries[:outer], buf: ch.buf[:0], arena: &ch.arena})
+		g.setHeaders(w, &listing{entries: ch.entries[:outer], buf: ch.buf[:0]})
 	}
 	if g.hookError != nil {
 		g.hookError(r, err)

@@ -134,7 +134,6 @@ type item struct {
 type listing struct {
 	entries []entry
 	buf     []byte // scratch space for the values built, empty
-	arena   *arena // where the values set are kept (headerValue)
 	extra   []core.Limit
 	dn      *Denial // the denial answered, or nil
 	denied  int     // the denying entry, when dn is not nil
@@ -178,7 +177,7 @@ func (g *Guard) setHeaders(w Writer, ls *listing) []string {
 			off += e.numLimits()
 		}
 		if len(b) > 0 {
-			setHeaderBytes(w, HeaderRateLimit, b, ls.arena)
+			setHeaderBytes(w, HeaderRateLimit, b)
 		}
 	case HeadersDraft06, HeadersLegacy:
 		at := binding(ls)
@@ -199,15 +198,15 @@ func (g *Guard) setHeaders(w Writer, ls *listing) []string {
 		} else {
 			setPolicy(w, pc)
 		}
-		setHeaderBytes(w, names[0], strconv.AppendInt(ls.buf, clampSF(it.quota), 10), ls.arena)
-		setHeaderBytes(w, names[1], strconv.AppendInt(ls.buf, clampSF(it.remaining), 10), ls.arena)
-		setHeaderBytes(w, names[2], strconv.AppendInt(ls.buf, reset, 10), ls.arena)
+		setHeaderBytes(w, names[0], strconv.AppendInt(ls.buf, clampSF(it.quota), 10))
+		setHeaderBytes(w, names[1], strconv.AppendInt(ls.buf, clampSF(it.remaining), 10))
+		setHeaderBytes(w, names[2], strconv.AppendInt(ls.buf, reset, 10))
 	}
 	if dn == nil {
 		return nil
 	}
 	if !dn.DryRun && dn.RetryAfter > 0 {
-		setHeaderBytes(w, HeaderRetryAfter, strconv.AppendInt(ls.buf, ceilSeconds(dn.RetryAfter), 10), ls.arena)
+		setHeaderBytes(w, HeaderRetryAfter, strconv.AppendInt(ls.buf, ceilSeconds(dn.RetryAfter), 10))
 	}
 	off := 0
 	for i := range ls.denied {

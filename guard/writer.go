@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"net/http"
+	"sync"
 	"unsafe"
 )
 
@@ -81,12 +82,12 @@ type HeaderWriter interface {
 	ResponseHeader() http.Header
 }
 
-// setHeaderBytes sets header name to value on w, carved out of a (see
-// headerValue) when w is a HeaderWriter, as bytes when w takes them.
-func setHeaderBytes(w Writer, name string, value []byte, a *arena) {
+// setHeaderBytes sets header name to value on w, in one allocation when w
+// is a HeaderWriter, as bytes when w takes them.
+func setHeaderBytes(w Writer, name string, value []byte) {
 	switch x := w.(type) {
 	case HeaderWriter:
-		x.ResponseHeader()[name] = headerValue(value, a)
+		x.ResponseHeader()[name] = headerValue(value)
 	case BytesWriter:
 		x.SetHeaderBytes(name, value)
 	default:
@@ -106,13 +107,14 @@ func setPolicy(w Writer, pc *policyCache) {
 
 // headerValue returns a copy of b as the values of an http.Header field.
 // Values up to maxArenaValue bytes, and their []string, are carved out of
-// a: chunks of memory shared by many responses, each part written once and
-// then only read, so that a response costs a fraction of an allocation; a
-// chunk is garbage once no header refers to any of it.
-func headerValue(b []byte, a *arena) []string {
-	if len(b) == 0 || len(b) > maxArenaValue || a == nil {
+// an arena: chunks of memory shared by many responses, each part written
+// once and then only read, so that a response costs a fraction of an
+// allocation; a chunk is garbage once no header refers to any of it.
+func headerValue(b []byte) []string {
+	if len(b) == 0 || len(b) > maxArenaValue {
 		return []string{string(b)}
 	}
+	a := arenas.Get().(*arena)
 	if len(a.bytes) < len(b) {
 		a.bytes = make([]byte, arenaBytes)
 	}
@@ -123,6 +125,7 @@ func headerValue(b []byte, a *arena) []string {
 	v := a.slots[:1:1] // the capacity keeps an append from writing over the next slot
 	v[0] = unsafe.String(&a.bytes[0], n)
 	a.bytes, a.slots = a.bytes[n:], a.slots[1:]
+	arenas.Put(a)
 	return v
 }
 
@@ -139,3 +142,6 @@ const (
 	arenaSlots    = 128
 	maxArenaValue = 256
 )
+
+// arenas holds the arenas of headerValue, one per P or so.
+var arenas = sync.Pool{New: func() any { return new(arena) }}
