@@ -270,10 +270,11 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 func leaseOf(st *State, now int64) int64 { return max(now, st.B+1) }
 
 // TakeOne is Step for a Take of cost on the single limit of plan, at now,
-// for a caller that has checked the op as Step would (a plan of one limit,
-// a key, a cost of 0 or more): the memory store's path for nearly every
-// decision, without Step's checks and dispatch. It writes res and st as
-// Step does and returns keep.
+// for a caller that has checked the op as Step would: plan has exactly
+// one limit (TakeOne reads only the first), the key is not empty and cost
+// is 0 or more. It is the memory store's path for nearly every decision,
+// without Step's checks and dispatch; any other operation goes to Step.
+// It writes res and st as Step does and returns keep.
 func TakeOne(plan *Plan, cost, now int64, st *State, res *Result) int64 {
 	op := Op{Plan: plan, Kind: Take, Cost: cost}
 	keep, ok := int64(0), false

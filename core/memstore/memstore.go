@@ -322,27 +322,30 @@ func (e *entry) settleQuick(sh *shard, plan *engine.Plan, now, keep int64) {
 // key stored as it is and a valid cost, straight from TakeBrief: the
 // path of nearly every decision of a Limiter, without the Op and the
 // checks apply and Step make of any operation. It reports whether it
-// took the cost; when it did not, it changed nothing.
-func (s *Store) takeOne(plan *engine.Plan, key string, cost int64, res *engine.Result) bool {
-	if len(plan.Limits) != 1 || plan.Limits[0].Algorithm.Logs() || key == "" || len(key) > s.maxKeyLen || cost < 0 || s.closed.Load() {
-		return false
+// decided the Take (allowed or denied); when it did not, it changed
+// nothing, and now is the time it read for the decision, or 0 if it read
+// none: the decision apply makes instead is made at that time, so that a
+// key's first Take reads the clock once.
+func (s *Store) takeOne(plan *engine.Plan, key string, cost int64, res *engine.Result) (done bool, now int64) {
+	if plan == nil || len(plan.Limits) != 1 || plan.Limits[0].Algorithm.Logs() || key == "" || len(key) > s.maxKeyLen || cost < 0 || s.closed.Load() {
+		return false, 0
 	}
-	now := s.now()
+	now = s.now()
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	e := sh.t.get(h, key)
 	if e == nil || e.hashed {
-		return false
+		return false, now
 	}
 	e.mu.Lock()
 	if e.dead || e.plan != plan {
 		e.mu.Unlock()
-		return false
+		return false, now
 	}
 	keep := engine.TakeOne(plan, cost, now, &e.states()[0], res)
 	e.settleQuick(sh, plan, now, keep)
 	e.mu.Unlock()
-	return true
+	return true, now
 }
 
 // quickPlan reports whether an operation of plan may take quick's path:
@@ -389,8 +392,8 @@ func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost in
 // registers (see core.Store): a core.Limiter of one limit calls it.
 func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, wait, window, lease, at int64, err error) {
 	var res engine.Result
-	if !s.takeOne(plan, key, cost, &res) {
-		op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
+	if done, now := s.takeOne(plan, key, cost, &res); !done {
+		op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost, Now: now}
 		err = s.apply(&op, &res)
 	}
 	// engine.BriefOf's fields, read from res: a Brief made here would be

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -663,5 +664,32 @@ func TestEntryKeyIsACopy(t *testing.T) {
 		if e.key != strings.Repeat("a", n) {
 			t.Errorf("a %d-byte key changed with the caller's buffer: %q", n, e.key)
 		}
+	}
+}
+
+// countingClock is a clock that stands still and counts its reads.
+type countingClock struct{ reads int }
+
+func (c *countingClock) Now() time.Time { c.reads++; return epoch }
+
+// A Take through TakeBrief, a Limiter's path, reads the clock once, for a
+// key that exists and for one it creates (where takeOne hands the time it
+// read to apply), and answers a plan it cannot decide with apply's error.
+func TestTakeBriefReadsTheClockOnce(t *testing.T) {
+	c := &countingClock{}
+	s := New(WithSweepInterval(0), WithClock(c))
+	defer s.Close()
+	plan := planOf("", core.PerSecond(10))
+	for i, key := range []string{"new", "new", "other"} {
+		c.reads = 0
+		if _, err := s.Take(context.Background(), plan, key, 1); err != nil {
+			t.Fatalf("Take %d (%q): %v", i, key, err)
+		}
+		if c.reads != 1 {
+			t.Errorf("Take %d (%q) read the clock %d times, want 1", i, key, c.reads)
+		}
+	}
+	if _, err := s.Take(context.Background(), nil, "k", 1); !errors.Is(err, engine.ErrInvalidOp) {
+		t.Errorf("Take(nil plan) error = %v, want ErrInvalidOp", err)
 	}
 }
