@@ -11,11 +11,13 @@
 # TEST_BINARY is a `go test -c` binary; BENCH_REGEX selects one benchmark;
 # LOOP_FUNC is the function whose loop makes the iterations, as callgrind's
 # --toggle-collect takes it (callgrind counts only inside it); N is the
-# iterations (-test.benchtime Nx, by default 20000). It prints the
-# instructions counted over N+1 (b.Loop's first round runs once). Use it
-# on cases whose warm-up is one decision, as BenchmarkMemory's hotkey:
-# on keys10k, its 10,000 warm-up decisions were counted as well. For
-# example, from the repository's root:
+# iterations (-test.benchtime Nx, by default 20000: b.Loop runs exactly
+# N). It prints the instructions counted over N. What else runs while
+# callgrind counts is counted too: BenchmarkMemory's warm-up decisions
+# were (one for hotkey, a 20,000th of the count; 10,000 for keys10k, too
+# many), so use it on cases warmed by one decision. Go's asynchronous
+# preemption is turned off: callgrind fails on its signals. For example,
+# from the repository's root:
 #
 #   (cd bench && go test -c -o /tmp/bench.test .)
 #   scripts/instructions.sh /tmp/bench.test '^BenchmarkMemory$/^case=hotkey$/^lib=tollgate$' '*runSerial'
@@ -37,9 +39,9 @@ if ! command -v valgrind >/dev/null; then
 fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-# valgrind now and then dies on the Go runtime's signals: try again.
+# valgrind now and then dies all the same: try again.
 for try in 1 2 3; do
-  if valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$fn" \
+  if GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$fn" \
     "$bin" -test.run '^$' -test.bench "$re" -test.benchtime "${n}x" -test.cpu 1 >/dev/null 2>&1; then
     break
   fi
@@ -50,4 +52,4 @@ if [ -z "$total" ] || [ "$total" = 0 ]; then
   echo "instructions: nothing counted: does $fn run the loop of $re?" >&2
   exit 1
 fi
-awk -v t="$total" -v n="$n" -v re="$re" 'BEGIN { printf "%s\t%.1f instructions an iteration\n", re, t / (n + 1) }'
+awk -v t="$total" -v n="$n" -v re="$re" 'BEGIN { printf "%s\t%.1f instructions an iteration\n", re, t / n }'
