@@ -296,7 +296,13 @@ func fastSliding(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 		c2 = min(st.C+rem, DebtFactor*q)
 	}
 	if c2+1+w > q {
-		res.Window = slidingWait(q, p, st.A, st.B, c2, 1) - now
+		if res.Allowed || c != 1 {
+			res.Window = slidingWait(q, p, st.A, st.B, c2, 1) - now
+		} else {
+			// Denied a unit: nothing was charged, so rem is 0 and c2 the
+			// count Retry, the wait of that unit, was computed on.
+			res.Window = res.Retry
+		}
 	}
 	return res.Reset
 }
