@@ -355,12 +355,12 @@ func returnParts(op *engine.Op, p *[maxLentParts]engine.LimitResult) {
 	op.Parts = nil
 }
 
-// take is AllowN when l.direct, and l has no taker (else takeBrief is):
-// what op and apply do in that case, without
-// the steps that do nothing there. It writes the Decision to d, which is
-// zero: a Decision is large, and every call level that returns one copies
-// it several times. d.States is nil, or the caller's memory for the
-// States (AllowNInto), used when it has room for every limit.
+// take is AllowN when l.direct and l has no taker (takeBrief is AllowN
+// then): what op and apply do in that case, without the steps that do
+// nothing there. It writes the Decision to d, which is zero: a Decision
+// is large, and every call level that returns one copies it several
+// times. d.States is nil, or the caller's memory for the States
+// (AllowNInto), used when it has room for every limit.
 func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision) (err error) {
 	op := engine.Op{Plan: l.plan, Key: key, Cost: cost}
 	parts := l.lendParts(&op, len(l.limits))
