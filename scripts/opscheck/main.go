@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -104,7 +105,27 @@ func run(prom, app string, redisPid int, rulesFile, dashboardFile string) error 
 		return err
 	}
 	if len(firing) > 0 {
-		return fmt.Errorf("alerts firing under a quiet load: %v", firing)
+		// A host that stalls the machine for tens of milliseconds makes
+		// one window's p99 slow, and an alert on it is right to fire.
+		// What the baseline rules out is an alert that fires under the
+		// quiet load itself: it still fires once the rules' windows (5s
+		// here) have moved past the first look.
+		quietSince := time.Now()
+		step(fmt.Sprintf("the quiet load again, as %v fired", firing), 8*time.Second)
+		again, err := firingNow(prom)
+		if err != nil {
+			return err
+		}
+		var still []string
+		for _, a := range again {
+			if slices.Contains(firing, a) {
+				still = append(still, a+" ("+exprOverRun(prom, rulesFile, a, quietSince)+")")
+			}
+		}
+		if len(still) > 0 {
+			return fmt.Errorf("alerts firing under a quiet load, twice 8s apart: %v", still)
+		}
+		fmt.Printf("opscheck: %v fired under the quiet load once, not 8s later: a stall of the host, not of the rules\n", firing)
 	}
 	heavy.Store(true)
 	step("a heavy client", 3*time.Second)
