@@ -270,7 +270,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	}
 	g.setHeaders(w, &listing{entries: ch.entries, buf: ch.buf[:0]})
 	open = false // the handler's now: pass settles it
-	g.pass(r, next, ch, uses, charges, &ticket)
+	g.pass(ctx, r, next, ch, uses, charges, &ticket)
 	return nil
 }
 
@@ -434,11 +434,11 @@ func (g *Guard) fail(w Writer, r keyfuncs.Request, next Next, ch *chainState, ch
 // pass calls the handler, settles the request afterwards, releases the
 // units in flight this middleware acquired (charges) once the handler
 // returns or panics, and learns the policies the middlewares inside this
-// one listed on the route. What follows the handler reads the request's
-// context as it was before (reqCtx), not r.Context() again: an adapter
-// that sets the context in place (fiber) may find the handlers' own there.
-func (g *Guard) pass(r keyfuncs.Request, next Next, ch *chainState, uses []int, charges []charge, ticket *adaptive.Ticket) {
-	reqCtx := r.Context()
+// one listed on the route. reqCtx is the request's context, as Serve read
+// it before the handler: what follows the handler uses it, not
+// r.Context() again, where an adapter that sets the context in place
+// (fiber) may find the handlers' own.
+func (g *Guard) pass(reqCtx context.Context, r keyfuncs.Request, next Next, ch *chainState, uses []int, charges []charge, ticket *adaptive.Ticket) {
 	if holds(charges) {
 		defer ch.releaseAll(reqCtx, r, charges)
 	}
