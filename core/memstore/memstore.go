@@ -249,6 +249,12 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 			}
 		}
 	}
+	return s.applyLocked(sh, h, key, hashed, op, now, res)
+}
+
+// applyLocked is apply under the shard's lock, for an op quick did not
+// apply: key (hashed, when it is a long key's digest) of hash h, in sh.
+func (s *Store) applyLocked(sh *shard, h uint64, key string, hashed bool, op *engine.Op, now int64, res *engine.Result) (err error) {
 	sh.mu.Lock()
 	e := sh.t.get(h, key)
 	for e != nil && (e.hashed != hashed || e.plan != op.Plan && e.plan.Scope != op.Plan.Scope) {
@@ -318,34 +324,32 @@ func (e *entry) settleQuick(sh *shard, plan *engine.Plan, now, keep int64) {
 	}
 }
 
-// takeOne is quick for a Take on a plan of one limit without a log, a
-// key stored as it is and a valid cost, straight from TakeBrief: the
-// path of nearly every decision of a Limiter, without the Op and the
-// checks apply and Step make of any operation. It reports whether it
-// decided the Take (allowed or denied); when it did not, it changed
-// nothing, and now is the time it read for the decision, or 0 if it read
-// none: the decision apply makes instead is made at that time, so that a
-// key's first Take reads the clock once.
-func (s *Store) takeOne(plan *engine.Plan, key string, cost int64, res *engine.Result) (done bool, now int64) {
+// takeOne is apply for a Take of cost on plan, as TakeBrief asks it.
+// On a plan of one limit without a log, a key stored as it is and a valid
+// cost, which is nearly every decision of a Limiter, it is quick without
+// the Op and the checks apply and Step make of any operation; a key it
+// does not find so goes under the shard's lock with the time, hash and
+// shard it has (applyLocked). Any other Take goes through apply.
+func (s *Store) takeOne(plan *engine.Plan, key string, cost int64, res *engine.Result) error {
 	if plan == nil || len(plan.Limits) != 1 || plan.Limits[0].Algorithm.Logs() || key == "" || len(key) > s.maxKeyLen || cost < 0 || s.closed.Load() {
-		return false, 0
+		op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
+		return s.apply(&op, res)
 	}
-	now = s.now()
+	now := s.now()
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
-	e := sh.t.get(h, key)
-	if e == nil || e.hashed {
-		return false, now
-	}
-	e.mu.Lock()
-	if e.dead || e.plan != plan {
+	if e := sh.t.get(h, key); e != nil && !e.hashed { // as quick does
+		e.mu.Lock()
+		if !e.dead && e.plan == plan {
+			keep := engine.TakeOne(plan, cost, now, &e.states()[0], res)
+			e.settleQuick(sh, plan, now, keep)
+			e.mu.Unlock()
+			return nil
+		}
 		e.mu.Unlock()
-		return false, now
 	}
-	keep := engine.TakeOne(plan, cost, now, &e.states()[0], res)
-	e.settleQuick(sh, plan, now, keep)
-	e.mu.Unlock()
-	return true, now
+	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
+	return s.applyLocked(sh, h, key, false, &op, now, res)
 }
 
 // quickPlan reports whether an operation of plan may take quick's path:
@@ -392,10 +396,7 @@ func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost in
 // registers (see core.Store): a core.Limiter of one limit calls it.
 func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, wait, window, lease, at int64, err error) {
 	var res engine.Result
-	if done, now := s.takeOne(plan, key, cost, &res); !done {
-		op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost, Now: now}
-		err = s.apply(&op, &res)
-	}
+	err = s.takeOne(plan, key, cost, &res)
 	// engine.BriefOf's fields, read from res: a Brief made here would be
 	// copied through memory, and the copy would stall on it.
 	wait = res.Retry
