@@ -398,11 +398,21 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 	for _, c := range calls {
 		s.stamp(c)
 	}
-	cmds := make([]*redis.Cmd, len(calls))
+	cmds := make([]*redis.Cmd, len(calls)) // the command that carries each call
 	pipe := client.Pipeline()
+	var ms []*multi
+	var at []place
+	if !own && !node {
+		ms, at = s.multiOf(client, calls) // several calls of a script in one command (multi.go)
+	}
+	for _, m := range ms {
+		m.send(ctx, pipe, calls, cmds)
+	}
 	for i, c := range calls {
-		cmds[i] = pipe.Do(ctx, c.evalSha()...)
-		c.argv.once.cmd.Store(cmds[i])
+		if cmds[i] == nil {
+			cmds[i] = pipe.Do(ctx, c.evalSha()...)
+			c.argv.once.cmd.Store(cmds[i])
+		}
 	}
 	// A node whose replicas have acknowledged no WAIT for waitGrace is
 	// sent none for a while (see WithWait): its operations are decided,
@@ -418,20 +428,30 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var reload, redirect []int
+	var reloadM []*multi
 	for i, cmd := range cmds {
 		switch err := cmd.Err(); {
-		case isNoScript(err):
+		case !isNoScript(err):
+			if node && notRun(err) {
+				redirect = append(redirect, i)
+			}
+		case at != nil && at[i].m != nil:
+			if at[i].k == 0 {
+				reloadM = append(reloadM, at[i].m)
+			}
+		default:
 			reload = append(reload, i)
-		case node && notRun(err):
-			redirect = append(redirect, i)
 		}
 	}
-	if len(reload) > 0 { // the server lost the script: EVAL loads it again
+	if len(reload)+len(reloadM) > 0 { // the server lost the script: EVAL loads it again
 		pipe = client.Pipeline()
 		for _, i := range reload {
 			rearm(calls[i].args)
 			cmds[i] = pipe.Eval(ctx, calls[i].script.src, calls[i].keys, calls[i].args...)
 			calls[i].argv.once.cmd.Store(cmds[i])
+		}
+		for _, m := range reloadM {
+			m.load(ctx, pipe, calls, cmds)
 		}
 		if degraded {
 			// no WAIT: see above
@@ -444,7 +464,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 				redirect = append(redirect, i)
 			}
 		}
-		s.event(context.Background(), core.EventScriptLoad, addr, int64(len(reload)), nil)
+		s.event(context.Background(), core.EventScriptLoad, addr, int64(len(reload)+len(reloadM)), nil)
 	}
 	if len(redirect) > 0 {
 		// A node refused without running them (the slot moved, the node is
@@ -476,7 +496,13 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 	var failed bool
 	var unreplicated int64
 	for i, c := range calls {
-		v, err := cmds[i].Result()
+		var v any
+		var err error
+		if at != nil && at[i].m != nil {
+			v, err = at[i].m.reply(at[i].k)
+		} else {
+			v, err = cmds[i].Result()
+		}
 		s.clock.observe(v)
 		if err == nil && c.op.Kind != engine.Peek && (degraded || wait != nil && !s.replicated(wait, redirect, i)) {
 			if lenient {

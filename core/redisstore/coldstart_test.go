@@ -57,7 +57,8 @@ func (h *commandCounts) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // A cold start on a healthy Redis: the first decisions used to dial their
 // connections and, every one of them, send the script's text after a
 // NOSCRIPT, inside the Limiter's 100 ms; under load some timed out. New
-// now dials the pool and loads the generic script, and a plan's own
+// now dials the pool and loads the generic script (and its twin,
+// multi.go), and a plan's own
 // script is loaded once, in the background, while its first calls run
 // the loaded generic one: a burst of first calls on a fresh client dials
 // nothing more and sends no script text (EVAL), and none of its calls
@@ -77,8 +78,8 @@ func TestColdStartDialsAndLoadsBeforeTheFirstCall(t *testing.T) {
 	if idle := c.PoolStats().IdleConns; idle < DefaultWarmupConns {
 		t.Errorf("after New: %d idle connections, want the %d of the warm-up", idle, DefaultWarmupConns)
 	}
-	if ok, err := c.ScriptExists(context.Background(), generic.sha).Result(); err != nil || !ok[0] {
-		t.Errorf("after New: the generic script loaded %v (%v), want true", ok, err)
+	if ok, err := c.ScriptExists(context.Background(), generic.sha, generic.twin().sha).Result(); err != nil || !ok[0] || !ok[1] {
+		t.Errorf("after New: the generic script and its twin loaded %v (%v), want true", ok, err)
 	}
 	dialled := c.PoolStats().Misses
 	// A quota no other test uses: its specialized script is new to the server.
@@ -103,8 +104,8 @@ func TestColdStartDialsAndLoadsBeforeTheFirstCall(t *testing.T) {
 	if n := counts.get("eval"); n != 0 {
 		t.Errorf("the first calls sent the script's text %d times (EVAL), want 0", n)
 	}
-	if n := counts.get("script load"); n < 2 || n > 3 {
-		t.Errorf("%d SCRIPT LOADs, want the warm-up's and one for the plan's own script (a second if the first raced the check)", n)
+	if n := counts.get("script load"); n < 4 || n > 6 {
+		t.Errorf("%d SCRIPT LOADs, want the warm-up's and one for the plan's own script (a second if the first raced the check), each with its twin", n)
 	}
 	if n := failed.Load(); n > 0 {
 		// A healthy Redis answers from the first request (issue 23: 36

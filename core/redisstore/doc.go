@@ -251,7 +251,16 @@
 // goroutines each take every operation waiting (up to a size) and send them
 // in one pipeline, without waiting for more to arrive. Under many
 // concurrent callers this divides the system calls and round trips per
-// decision (see BENCHMARKS.md). A caller whose context ends while its
+// decision (see BENCHMARKS.md). On a single Redis or a Sentinel's master
+// (a *redis.Client), a worker sends the operations of one script in its
+// pipeline as one EVALSHA of the script's twin, which runs the script once
+// per operation and replies with an array of their replies: the server
+// reads, looks up and answers one command, sets up one Lua call and reads
+// TIME once for them all, and every operation of that command decides at
+// that one instant. An operation whose script fails there gets its own
+// error and changes nothing; the others go on (multi.go). A Cluster's or a
+// Ring's batches send one EVALSHA per operation, as their keys may live
+// on different nodes. A caller whose context ends while its
 // operation waits for a worker is answered at once, and its operation is
 // never sent. Batching is on by default (Close stops its workers);
 // WithBatching(0, 0) turns it off: each operation that is not sent inline

@@ -19,6 +19,7 @@ type script struct {
 	// A specialized script: loaded on the store's nodes (SCRIPT LOAD), and
 	// a load running (see useScript).
 	loaded, loading atomic.Bool
+	twinned         atomic.Pointer[script] // its twin, once made (multi.go)
 }
 
 func newScript(src string) *script {

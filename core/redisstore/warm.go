@@ -50,7 +50,9 @@ func WithWarmup(conns int, timeout time.Duration) Option {
 func warm(client Client, conns int, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	node := func(ctx context.Context, c Client) error {
+	// A Cluster's masters run no twins (multi.go): the store sends them
+	// none.
+	node := func(ctx context.Context, c Client, twin bool) error {
 		// Each connection is held until all are dialled, so that they are
 		// n distinct ones, and then returned to the pool, idle.
 		// The first connection, with the script, alone: go-redis settles
@@ -59,6 +61,9 @@ func warm(client Client, conns int, timeout time.Duration) {
 		pipe := c.Pipeline()
 		pipe.Ping(ctx)
 		pipe.ScriptLoad(ctx, generic.src)
+		if twin {
+			pipe.ScriptLoad(ctx, generic.twin().src)
+		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err // down, or too slow: the calls will dial
 		}
@@ -88,10 +93,10 @@ func warm(client Client, conns int, timeout time.Duration) {
 		return nil
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok {
-		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return node(ctx, m) })
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return node(ctx, m, false) })
 		return
 	}
-	_ = node(ctx, client)
+	_ = node(ctx, client, twins(client))
 }
 
 // useScript returns the script a call of pp runs: its specialized script
@@ -119,6 +124,9 @@ func (s *Store) loadScript(sc *script) {
 	load := func(ctx context.Context, c Client) error {
 		pipe := c.Pipeline()
 		pipe.ScriptLoad(ctx, sc.src)
+		if twins(c) && s.lanes.cluster == nil {
+			pipe.ScriptLoad(ctx, sc.twin().src)
+		}
 		_, err := pipe.Exec(ctx)
 		return err
 	}

@@ -1,0 +1,231 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// One script call for several operations.
+//
+// A batch of operations pipelined as one EVALSHA each costs the server, per
+// operation, a command to read, look up and reply to, a Lua call to set up
+// (its KEYS and ARGV tables) and the script's TIME; and it costs the
+// client a command to build, write and read. Where a batch holds several
+// operations of one script, on a server that holds every key (a single
+// Redis, or a Sentinel's master: not a Cluster, nor a Ring, whose client
+// routes a command by its first key), the batching worker sends them as
+// one EVALSHA of the script's twin instead: the same script wrapped in a
+// function, which the twin calls once per operation with that operation's
+// KEYS and ARGV, and whose replies it returns in an array, in order.
+//
+// What each operation does is the script's, unchanged, but for its clock:
+// the twin reads TIME once, and every operation of the batch decides at
+// that instant (the batch runs atomically, so no other command comes
+// between). A caller's deadline is checked against it too: an operation
+// the server runs up to a batch's time (well under a millisecond) past
+// its caller's deadline is then applied and undone (compensate), as a
+// reply read past the deadline always is.
+//
+// Each operation runs under pcall: an operation whose script fails (a key
+// of the wrong type, a server out of memory at a write) gets its own error
+// in its place in the array, as its own EVALSHA would have got, and the
+// others are decided as if it were not there. The fast path writes once, at
+// its end; an operation failing before that has changed nothing.
+//
+// The twin of a script is made on first use. It is loaded with the
+// script, by the warm-up and by the background load of a specialized
+// script (warm.go), and like any script with EVAL after NOSCRIPT (exec). maxMulti bounds the operations of one
+// call, and so how long the server runs the batch without serving other
+// clients.
+const maxMulti = 64
+
+// multiTime is the line of apply.lua.tmpl that reads the server's clock,
+// which a twin replaces with the clock it read once.
+const multiTime = "local clock = redis.call('TIME')"
+
+// twinOf returns the text of the twin of a script of text src. src is a
+// rendering of apply.lua.tmpl, which has multiTime on one line.
+func twinOf(src string) string {
+	if strings.Count(src, multiTime) != 1 {
+		panic("redisstore: apply.lua.tmpl: want one " + multiTime) // a bug of the template, which every test renders
+	}
+	body := strings.Replace(src, multiTime, "local clock = CLOCK", 1)
+	// ARGV[1] of the twin is the layout: per operation, its count of KEYS
+	// and of ARGV, a byte each. Its other KEYS and ARGV are the
+	// operations', one after the other. A reply the script makes nil would
+	// leave a hole in the array; none does, but false keeps the place.
+	return `local CLOCK = redis.call('TIME')
+local function one(KEYS, ARGV)
+` + body + `
+end
+local layout, out, k, a = ARGV[1], {}, 0, 1
+for i = 1, #layout, 2 do
+local nk, na = string.byte(layout, i, i + 1)
+local ks, as = {}, {}
+for j = 1, nk do ks[j] = KEYS[k + j] end
+for j = 1, na do as[j] = ARGV[a + j] end
+k, a = k + nk, a + na
+local ok, r = pcall(one, ks, as)
+if not ok and type(r) ~= 'table' then r = {err = tostring(r)} end
+if r == nil then r = false end
+out[(i + 1) / 2] = r
+end
+return out
+`
+}
+
+// twin returns sc's twin, made on first use.
+func (sc *script) twin() *script {
+	if t := sc.twinned.Load(); t != nil {
+		return t
+	}
+	sc.twinned.CompareAndSwap(nil, newScript(twinOf(sc.src)))
+	return sc.twinned.Load()
+}
+
+// A multi is the one command of several calls of a batch (see above):
+// calls are their indexes in the batch.
+type multi struct {
+	twin  *script
+	calls []int
+	keys  []string
+	args  []any // ARGV[1], the layout, then the calls' own
+	cmd   *redis.Cmd
+}
+
+// multiOf groups the calls of a batch sent with client by script, for one
+// command per group (see above), and returns the groups, each of at most
+// maxMulti calls, with at, for each call, its group and its place in it
+// (a nil group: it goes alone, as the only call of its script). It returns
+// none where client may not hold every key.
+func (s *Store) multiOf(client Client, calls []*call) (ms []*multi, at []place) {
+	if !twins(client) || s.lanes.cluster != nil || len(calls) < 2 {
+		return nil, nil
+	}
+	// The batch's scripts and their calls: few scripts, most often one.
+	type tally struct {
+		sc   *script
+		n    int
+		last *multi // the group filling up
+	}
+	var ts []tally
+	of := func(sc *script) *tally {
+		for t := range ts {
+			if ts[t].sc == sc {
+				return &ts[t]
+			}
+		}
+		ts = append(ts, tally{sc: sc})
+		return &ts[len(ts)-1]
+	}
+	for _, c := range calls {
+		if fits(c) {
+			of(c.script).n++
+		}
+	}
+	for i, c := range calls {
+		if !fits(c) {
+			continue
+		}
+		t := of(c.script)
+		if t.n < 2 {
+			continue
+		}
+		if t.last == nil || len(t.last.calls) == maxMulti {
+			t.last = &multi{twin: c.script.twin(), args: []any{nil}}
+			ms = append(ms, t.last)
+			if at == nil {
+				at = make([]place, len(calls))
+			}
+		}
+		t.last.add(i, c, at)
+	}
+	for _, m := range ms {
+		layout := make([]byte, 0, 2*len(m.calls))
+		for _, i := range m.calls {
+			layout = append(layout, byte(len(calls[i].keys)), byte(len(calls[i].args)))
+		}
+		m.args[0] = string(layout)
+	}
+	return ms, at
+}
+
+// twins reports whether a batch sent with client may run twins: client
+// holds every key (a single Redis, a Sentinel's master). A Cluster's
+// masters are clients of this type too: multiOf also asks the store.
+func twins(client Client) bool {
+	_, ok := client.(*redis.Client)
+	return ok
+}
+
+// fits reports whether c's KEYS and ARGV can be counted in a twin's
+// layout, a byte each (no plan has so many logs that they cannot).
+func fits(c *call) bool { return len(c.keys) <= 255 && len(c.args) <= 255 }
+
+// A place is where a call's reply is: element k of its group m's reply, or
+// its own command's when m is nil.
+type place struct {
+	m *multi
+	k int
+}
+
+// add puts call c, of index i, in m.
+func (m *multi) add(i int, c *call, at []place) {
+	at[i] = place{m, len(m.calls)}
+	m.calls = append(m.calls, i)
+	m.keys = append(m.keys, c.keys...)
+	m.args = append(m.args, c.args...)
+}
+
+// send adds m's EVALSHA to pipe, as the command of each of its calls
+// (cmds, by their index in calls).
+func (m *multi) send(ctx context.Context, pipe redis.Pipeliner, calls []*call, cmds []*redis.Cmd) {
+	cmd := make([]any, 0, 3+len(m.keys)+len(m.args))
+	cmd = append(cmd, evalshaName, m.twin.shaArg, len(m.keys))
+	for _, k := range m.keys {
+		cmd = append(cmd, k)
+	}
+	m.carry(pipe.Do(ctx, append(cmd, m.args...)...), calls, cmds)
+}
+
+// load adds m's EVAL to pipe, which loads its twin on a server that lost it
+// (NOSCRIPT refused the EVALSHA unrun: its calls may be sent again).
+func (m *multi) load(ctx context.Context, pipe redis.Pipeliner, calls []*call, cmds []*redis.Cmd) {
+	for _, i := range m.calls {
+		rearm(calls[i].args)
+	}
+	m.carry(pipe.Eval(ctx, m.twin.src, m.keys, m.args...), calls, cmds)
+}
+
+// carry makes cmd the command of m and of its calls.
+func (m *multi) carry(cmd *redis.Cmd, calls []*call, cmds []*redis.Cmd) {
+	m.cmd = cmd
+	for _, i := range m.calls {
+		cmds[i] = cmd
+		calls[i].argv.once.cmd.Store(cmd)
+	}
+}
+
+// reply returns the reply of the call in place k of m, as its own command's
+// would be: its value, or its error, or m's error when m failed as a whole.
+func (m *multi) reply(k int) (any, error) {
+	v, err := m.cmd.Result()
+	if err != nil {
+		return nil, err
+	}
+	vs, ok := v.([]any)
+	if !ok || len(vs) != len(m.calls) {
+		return nil, fmt.Errorf("%w: %d operations, reply %T of %d", ErrReply, len(m.calls), v, len(vs))
+	}
+	switch r := vs[k].(type) {
+	case nil:
+		return nil, redis.Nil
+	case error:
+		return nil, r
+	default:
+		return r, nil
+	}
+}

@@ -1,0 +1,355 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/core/engine"
+)
+
+// boundCalls returns the calls of ops on s, bound to ctx as a batcher
+// binds them, the specialized scripts taken as loaded (command).
+func boundCalls(s *Store, ctx context.Context, ops ...engine.Op) []*call {
+	cs := make([]*call, len(ops))
+	for i := range ops {
+		s.command(&ops[i])
+		cs[i] = s.newCall(&ops[i])
+		cs[i].bind(ctx)
+	}
+	return cs
+}
+
+// decoded returns the Results of calls from their replies res, or the
+// errors.
+func decoded(calls []*call, res []result) ([]engine.Result, []error) {
+	rs, errs := make([]engine.Result, len(calls)), make([]error, len(calls))
+	for i, c := range calls {
+		if errs[i] = res[i].err; errs[i] == nil {
+			rs[i], errs[i] = decode(&c.op, c.leased, res[i].v)
+		}
+	}
+	return rs, errs
+}
+
+// A batch of several calls of one script goes as one command, whose
+// replies are each call's: a key asked twice in the batch sees its first
+// call's change, in the batch's order.
+func TestMultiSendsABatchAsOneCommand(t *testing.T) {
+	c := newClient(t)
+	counts := &commandCounts{}
+	c.AddHook(counts)
+	s := newStore(t, c)
+	plan := planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA)) // a unit back every 6 s: none within the test
+	ctx := context.Background()
+	ops := []engine.Op{
+		{Plan: plan, Kind: engine.Take, Key: "a", Cost: 1},
+		{Plan: plan, Kind: engine.Take, Key: "b", Cost: 2},
+		{Plan: plan, Kind: engine.Take, Key: "a", Cost: 3},
+		{Plan: plan, Kind: engine.Peek, Key: "b", Cost: 0},
+		{Plan: plan, Kind: engine.Take, Key: "c", Cost: 11},
+	}
+	for round := range 2 { // the first may load the twin (NOSCRIPT, then EVAL)
+		before := counts.get("evalsha") + counts.get("eval")
+		calls := boundCalls(s, ctx, ops...)
+		rs, errs := decoded(calls, s.exec(ctx, c, "", calls, false))
+		if sent := counts.get("evalsha") + counts.get("eval") - before; round == 1 && sent != 1 {
+			t.Errorf("round %d: %d script commands for a batch of %d calls, want 1", round, sent, len(calls))
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: call %d: %v", round, i, err)
+			}
+		}
+		want := []struct {
+			allowed   bool
+			remaining int64
+		}{{true, 9}, {true, 8}, {true, 6}, {true, 8}, {false, 10}}
+		if round == 1 {
+			want = []struct {
+				allowed   bool
+				remaining int64
+			}{{true, 5}, {true, 6}, {true, 2}, {true, 6}, {false, 10}}
+		}
+		for i, w := range want {
+			if rs[i].Allowed != w.allowed || rs[i].Remaining != w.remaining {
+				t.Errorf("round %d: call %d (%s %q cost %d): allowed %v remaining %d, want %v %d",
+					round, i, ops[i].Kind, ops[i].Key, ops[i].Cost, rs[i].Allowed, rs[i].Remaining, w.allowed, w.remaining)
+			}
+		}
+	}
+}
+
+// An operation of a batch whose script fails (here its key holds a list:
+// WRONGTYPE) gets that error, as its own command would, and changes
+// nothing; the others of the batch are decided as if it were not there.
+func TestMultiKeepsAFailureToItsOperation(t *testing.T) {
+	c := newClient(t)
+	s := newStore(t, c)
+	plan := planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA))
+	ctx := context.Background()
+	wrong := s.stateKey("", "wrong")
+	if err := c.RPush(ctx, wrong, "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ops := []engine.Op{
+		{Plan: plan, Kind: engine.Take, Key: "a", Cost: 1},
+		{Plan: plan, Kind: engine.Take, Key: "wrong", Cost: 1},
+		{Plan: plan, Kind: engine.Take, Key: "a", Cost: 2},
+	}
+	for round := range 2 {
+		calls := boundCalls(s, ctx, ops...)
+		res := s.exec(ctx, c, "", calls, false)
+		rs, errs := decoded(calls, res)
+		if errs[0] != nil || errs[2] != nil {
+			t.Fatalf("round %d: the others failed: %v, %v", round, errs[0], errs[2])
+		}
+		if !redis.HasErrorPrefix(res[1].err, "WRONGTYPE") {
+			t.Errorf("round %d: the call on a list: %v, want WRONGTYPE", round, res[1].err)
+		}
+		if want := int64(10 - 3*round - 1); rs[0].Remaining != want || rs[2].Remaining != want-2 {
+			t.Errorf("round %d: remaining %d then %d, want %d then %d", round, rs[0].Remaining, rs[2].Remaining, want, want-2)
+		}
+	}
+	if n, err := c.LLen(ctx, wrong).Result(); err != nil || n != 1 {
+		t.Errorf("the list: length %d (%v), want 1, untouched", n, err)
+	}
+}
+
+// A twin the server lost (SCRIPT FLUSH) is loaded again with EVAL, and
+// each operation of the batch applies once: the EVALSHA that NOSCRIPT
+// refused ran none of them.
+func TestMultiReloadsALostTwinAndAppliesOnce(t *testing.T) {
+	c := newClient(t)
+	counts := &commandCounts{}
+	c.AddHook(counts)
+	s := newStore(t, c)
+	plan := planOf("", core.PerMinute(100).WithAlgorithm(core.GCRA))
+	ctx := context.Background()
+	for round := range 3 {
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		evals := counts.get("eval")
+		var ops []engine.Op
+		for i := range 6 {
+			ops = append(ops, engine.Op{Plan: plan, Kind: engine.Take, Key: fmt.Sprint("k", i%3), Cost: 1})
+		}
+		calls := boundCalls(s, ctx, ops...)
+		rs, errs := decoded(calls, s.exec(ctx, c, "", calls, false))
+		for i := range calls {
+			if errs[i] != nil {
+				t.Fatalf("round %d: call %d: %v", round, i, errs[i])
+			}
+			if want := int64(100 - 2*round - 1 - i/3); rs[i].Remaining != want {
+				t.Errorf("round %d: call %d on %s: remaining %d, want %d", round, i, ops[i].Key, rs[i].Remaining, want)
+			}
+		}
+		if n := counts.get("eval") - evals; n != 1 {
+			t.Errorf("round %d: %d EVALs after a SCRIPT FLUSH, want 1 (the twin's)", round, n)
+		}
+	}
+}
+
+// Random batches of every kind of operation over plans of every script
+// (specialized, generic for a log, several limits), on a fixed clock,
+// decide as the same operations sent one command each in the order the
+// batch ran them (its groups first: calls of different limits in one batch
+// are concurrent, and any order is theirs), field by field, and leave the
+// same states.
+func TestMultiDecidesAsOneCommandEach(t *testing.T) {
+	c := newClient(t)
+	batched, alone := newStore(t, c), newStore(t, c)
+	plans := []*engine.Plan{
+		planOf("", core.PerSecond(5)),
+		planOf("", core.PerSecond(4).WithAlgorithm(core.GCRA), core.PerMinute(9).WithAlgorithm(core.TokenBucket)),
+		planOf("", core.PerSecond(3).WithAlgorithm(core.SlidingLog)),
+		planOf("", core.PerSecond(6).WithAlgorithm(core.FixedWindow)),
+		planOf("", core.PerSecond(2).WithAlgorithm(core.LeakyBucket)),
+	}
+	kinds := []engine.Kind{engine.Take, engine.Take, engine.Take, engine.Peek, engine.Charge, engine.Refund, engine.Reset}
+	keys := []string{"x", "y", "z"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	ctx := context.Background()
+	now := time.Now().UnixMicro()
+	for batch := range 60 {
+		now += rng.Int64N(400_000)
+		var ops []engine.Op
+		for range 1 + rng.IntN(12) {
+			ops = append(ops, engine.Op{Plan: plans[rng.IntN(len(plans))], Kind: kinds[rng.IntN(len(kinds))],
+				Key: keys[rng.IntN(len(keys))], Cost: rng.Int64N(4), Now: now})
+		}
+		bc := boundCalls(batched, ctx, ops...)
+		brs, berrs := decoded(bc, batched.exec(ctx, c, "", bc, false))
+		// exec sends the groups first, then the calls alone: the same
+		// order, one command each.
+		ms, at := batched.multiOf(c, bc)
+		var order []int
+		for _, m := range ms {
+			order = append(order, m.calls...)
+		}
+		for i := range ops {
+			if at == nil || at[i].m == nil {
+				order = append(order, i)
+			}
+		}
+		for _, i := range order {
+			ac := boundCalls(alone, ctx, ops[i])
+			ars, aerrs := decoded(ac, alone.exec(ctx, c, "", ac, false))
+			if (berrs[i] == nil) != (aerrs[0] == nil) || fmt.Sprintf("%+v", brs[i]) != fmt.Sprintf("%+v", ars[0]) {
+				t.Fatalf("batch %d, op %d (%s %q cost %d on %v): batched %+v (%v), alone %+v (%v)",
+					batch, i, ops[i].Kind, ops[i].Key, ops[i].Cost, ops[i].Plan.Limits, brs[i], berrs[i], ars[0], aerrs[0])
+			}
+		}
+	}
+	for _, k := range keys {
+		b, _ := c.Get(ctx, batched.stateKey("", k)).Result()
+		a, _ := c.Get(ctx, alone.stateKey("", k)).Result()
+		if a != b {
+			t.Errorf("key %q: state %x batched, %x alone", k, b, a)
+		}
+	}
+}
+
+// The calls of a batch are grouped by script, at most maxMulti a group; a
+// script's only call goes alone, and a client that may not hold every key
+// (a Ring, a Cluster's) gets no group.
+func TestMultiGroupsByScript(t *testing.T) {
+	one, two := specialized(core.PerSecond(1)), specialized(core.PerSecond(2))
+	mk := func(sc ...*script) []*call {
+		var cs []*call
+		for _, x := range sc {
+			cs = append(cs, &call{script: x, keys: []string{"k"}, args: []any{"a"}})
+		}
+		return cs
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer rdb.Close()
+	s := &Store{lanes: &lanes{}}
+	describe := func(calls []*call) string {
+		ms, at := s.multiOf(rdb, calls)
+		var b strings.Builder
+		for i := range calls {
+			if at == nil || at[i].m == nil {
+				fmt.Fprintf(&b, "-")
+				continue
+			}
+			for j, m := range ms {
+				if m == at[i].m {
+					fmt.Fprintf(&b, "%d.%d ", j, at[i].k)
+				}
+			}
+		}
+		return strings.TrimSpace(b.String())
+	}
+	for _, tc := range []struct {
+		calls []*call
+		want  string
+	}{
+		{mk(one), "-"},
+		{mk(one, two), "--"},
+		{mk(one, two, one, one, generic), "0.0 -0.1 0.2 -"},
+		{mk(one, two, two, one), "0.0 1.0 1.1 0.1"},
+	} {
+		if got := strings.ReplaceAll(describe(tc.calls), " -", "-"); got != strings.ReplaceAll(tc.want, " -", "-") {
+			t.Errorf("groups %q, want %q", got, tc.want)
+		}
+	}
+	var many []*script
+	for range 2*maxMulti + 1 {
+		many = append(many, one)
+	}
+	ms, _ := s.multiOf(rdb, mk(many...))
+	if len(ms) != 3 || len(ms[0].calls) != maxMulti || len(ms[1].calls) != maxMulti || len(ms[2].calls) != 1 {
+		t.Errorf("%d calls of one script: %d groups", len(many), len(ms))
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	if ms, _ := s.multiOf(ring, mk(one, one)); ms != nil {
+		t.Errorf("a Ring's batch grouped: %d groups", len(ms))
+	}
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cluster.Close()
+	if ms, _ := (&Store{lanes: &lanes{cluster: cluster}}).multiOf(rdb, mk(one, one)); ms != nil {
+		t.Errorf("a Cluster's batch grouped: %d groups", len(ms))
+	}
+}
+
+// Every script the template renders has its clock on one line that its
+// twin replaces.
+func TestTwinOfEveryScript(t *testing.T) {
+	for _, sc := range []*script{generic, specialized(core.PerSecond(1), core.PerMinute(2).WithAlgorithm(core.TokenBucket))} {
+		tw := sc.twin()
+		if strings.Contains(tw.src, multiTime) || strings.Count(tw.src, "redis.call('TIME')") != 1 || tw != sc.twin() {
+			t.Errorf("twin of %s: the clock not replaced once, or a second twin", sc.sha)
+		}
+	}
+}
+
+// specialized returns the specialized script of limits.
+func specialized(limits ...core.Limit) *script {
+	ls := planOf("", limits...).Limits
+	params, _ := formatParams(ls, 0)
+	return specialize(ls, params, 0)
+}
+
+// A batch decides at one server time, read when it runs, which every
+// reply carries; a call whose caller's deadline has passed by then is
+// refused (ErrExpired) and changes nothing, and the others apply.
+func TestMultiDecidesAtOneTimeAndHonoursEachDeadline(t *testing.T) {
+	c := newClient(t)
+	s := newStore(t, c)
+	plan := planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA))
+	ctx := context.Background()
+	warm := boundCalls(s, ctx, engine.Op{Plan: plan, Kind: engine.Peek, Key: "warm"})
+	s.exec(ctx, c, "", warm, false) // the store learns the server's clock
+	ops := []engine.Op{
+		{Plan: plan, Kind: engine.Take, Key: "a", Cost: 1},
+		{Plan: plan, Kind: engine.Take, Key: "late", Cost: 1},
+		{Plan: plan, Kind: engine.Take, Key: "b", Cost: 1},
+		{Plan: plan, Kind: engine.Take, Key: "late", Cost: 2},
+	}
+	calls := boundCalls(s, ctx, ops...)
+	calls[1].deadline = time.Now().Add(-time.Second)
+	calls[3].deadline = time.Now().Add(-time.Second)
+	calls[2].deadline = time.Now().Add(time.Minute)
+	before, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := s.exec(ctx, c, "", calls, false)
+	after, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at int64
+	for i, r := range res {
+		v, ok := r.v.(string)
+		if r.err != nil || !ok || len(v) < 8 {
+			t.Fatalf("call %d: %v %q", i, r.err, v)
+		}
+		srv, _ := exact(v)
+		if at == 0 {
+			at = srv
+		}
+		if srv != at || srv < before.UnixMicro() || srv > after.UnixMicro() {
+			t.Errorf("call %d at server µs %d; the first at %d, TIME %d before and %d after", i, srv, at, before.UnixMicro(), after.UnixMicro())
+		}
+	}
+	_, errs := decoded(calls, res)
+	for i, err := range errs {
+		if late := ops[i].Key == "late"; late != errors.Is(err, ErrExpired) || !late && err != nil {
+			t.Errorf("call %d on %q: %v", i, ops[i].Key, err)
+		}
+	}
+	if n, err := c.Exists(ctx, s.stateKey("", "late")).Result(); err != nil || n != 0 {
+		t.Errorf("the late calls' key exists (%v): they changed it", err)
+	}
+}
