@@ -52,14 +52,16 @@ func twinOf(src string) string {
 	if strings.Count(src, multiTime) != 1 {
 		panic("redisstore: apply.lua.tmpl: want one " + multiTime) // a bug of the template, which every test renders
 	}
-	body := strings.Replace(src, multiTime, "local clock = CLOCK", 1)
+	// What comes before the clock only defines constants and functions:
+	// the twin defines them once, and each operation's call uses them.
+	prelude, body, _ := strings.Cut(src, multiTime)
 	// ARGV[1] of the twin is the layout: per operation, its count of KEYS
 	// and of ARGV, a byte each. Its other KEYS and ARGV are the
 	// operations', one after the other. A reply the script makes nil would
 	// leave a hole in the array; none does, but false keeps the place.
-	return `local CLOCK = redis.call('TIME')
+	return prelude + `local CLOCK = redis.call('TIME')
 local function one(KEYS, ARGV)
-` + body + `
+local clock = CLOCK` + body + `
 end
 local layout, out, k, a = ARGV[1], {}, 0, 1
 for i = 1, #layout, 2 do

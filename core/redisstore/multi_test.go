@@ -283,9 +283,16 @@ func TestMultiGroupsByScript(t *testing.T) {
 }
 
 // Every script the template renders has its clock on one line that its
-// twin replaces.
+// twin replaces, and above it only definitions, which the twin makes once
+// for all its operations.
 func TestTwinOfEveryScript(t *testing.T) {
 	for _, sc := range []*script{generic, specialized(core.PerSecond(1), core.PerMinute(2).WithAlgorithm(core.TokenBucket))} {
+		prelude, _, _ := strings.Cut(sc.src, multiTime)
+		for _, use := range []string{"KEYS", "ARGV", "redis.", "clock"} {
+			if strings.Contains(stripComments(prelude), use) {
+				t.Errorf("script %s: %q above its clock, which its twin runs once for all operations", sc.sha, use)
+			}
+		}
 		tw := sc.twin()
 		if strings.Contains(tw.src, multiTime) || strings.Count(tw.src, "redis.call('TIME')") != 1 || tw != sc.twin() {
 			t.Errorf("twin of %s: the clock not replaced once, or a second twin", sc.sha)
