@@ -430,17 +430,24 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 	var reload, redirect []int
 	var reloadM []*multi
 	for i, cmd := range cmds {
-		switch err := cmd.Err(); {
-		case !isNoScript(err):
-			if node && notRun(err) {
-				redirect = append(redirect, i)
-			}
-		case at != nil && at[i].m != nil:
+		err := cmd.Err()
+		twin := at != nil && at[i].m != nil
+		switch {
+		case twin && crossSlot(err):
+			// A proxy in front of several servers refused the twin unrun:
+			// each of its calls goes again alone, and from now on every
+			// call does (multi.go).
+			s.separate.Store(true)
+			at[i] = place{}
+			reload = append(reload, i)
+		case twin && isNoScript(err):
 			if at[i].k == 0 {
 				reloadM = append(reloadM, at[i].m)
 			}
-		default:
+		case isNoScript(err):
 			reload = append(reload, i)
+		case node && notRun(err):
+			redirect = append(redirect, i)
 		}
 	}
 	if len(reload)+len(reloadM) > 0 { // the server lost the script: EVAL loads it again

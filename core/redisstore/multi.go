@@ -35,6 +35,11 @@ import (
 // others are decided as if it were not there. The fast path writes once, at
 // its end; an operation failing before that has changed nothing.
 //
+// Behind a proxy that spreads keys over several servers, a twin's keys may
+// not live together: WithCombinedScripts(false) turns twins off, and a
+// twin refused for its keys' slots (CROSSSLOT) turns them off too, its
+// operations sent again one command each.
+//
 // The twin of a script is made on first use. It is loaded with the
 // script, by the warm-up and by the background load of a specialized
 // script (warm.go), and like any script with EVAL after NOSCRIPT (exec). maxMulti bounds the operations of one
@@ -104,7 +109,7 @@ type multi struct {
 // (a nil group: it goes alone, as the only call of its script). It returns
 // none where client may not hold every key.
 func (s *Store) multiOf(client Client, calls []*call) (ms []*multi, at []place) {
-	if !twins(client) || s.lanes.cluster != nil || len(calls) < 2 {
+	if !twins(client) || s.lanes.cluster != nil || len(calls) < 2 || s.separate.Load() {
 		return nil, nil
 	}
 	// The batch's scripts and their calls: few scripts, most often one.
@@ -154,6 +159,11 @@ func (s *Store) multiOf(client Client, calls []*call) (ms []*multi, at []place) 
 	}
 	return ms, at
 }
+
+// crossSlot reports whether err is a refusal, unrun, of a command whose
+// keys are in several slots: a proxy in front of several servers, which
+// cannot run a twin.
+func crossSlot(err error) bool { return err != nil && redis.HasErrorPrefix(err, "CROSSSLOT") }
 
 // twins reports whether a batch sent with client may run twins: client
 // holds every key (a single Redis, a Sentinel's master). A Cluster's

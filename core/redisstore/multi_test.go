@@ -360,3 +360,58 @@ func TestMultiDecidesAtOneTimeAndHonoursEachDeadline(t *testing.T) {
 		t.Errorf("the late calls' key exists (%v): they changed it", err)
 	}
 }
+
+// Behind something that spreads keys over several servers (here a client
+// of one master of a Cluster, which refuses keys of several slots with
+// CROSSSLOT, as such proxies do), a twin is refused unrun: its operations
+// are sent again one command each and apply once, and the store sends
+// every batch so from then on. WithCombinedScripts(false) does from the
+// start.
+func TestMultiBehindAProxyOfSeveralSlots(t *testing.T) {
+	addr, _, _ := strings.Cut(env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS"), ",")
+	node := redis.NewClient(clientOptions(addr))
+	defer node.Close()
+	counts := &commandCounts{}
+	node.AddHook(counts)
+	s := newStore(t, node)
+	plan := planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA))
+	ctx := context.Background()
+	var ops []engine.Op
+	for i := 0; len(ops) < 4 && i < 1000; i++ { // keys this master serves, of several slots
+		key := fmt.Sprint("k", i)
+		if err := node.Get(ctx, s.stateKey("", key)).Err(); err == nil || err == redis.Nil {
+			ops = append(ops, engine.Op{Plan: plan, Kind: engine.Take, Key: key, Cost: 2})
+		}
+	}
+	if len(ops) < 4 {
+		t.Fatalf("%d keys of master %s found", len(ops), addr)
+	}
+	for round := range 2 {
+		before := counts.get("evalsha") + counts.get("eval")
+		calls := boundCalls(s, ctx, ops...)
+		rs, errs := decoded(calls, s.exec(ctx, node, "", calls, false))
+		for i := range calls {
+			if errs[i] != nil || rs[i].Remaining != int64(8-2*round) {
+				t.Fatalf("round %d: call %d: remaining %d (%v), want %d", round, i, rs[i].Remaining, errs[i], 8-2*round)
+			}
+		}
+		if !s.separate.Load() {
+			t.Fatalf("round %d: twins still on after CROSSSLOT", round)
+		}
+		if sent := counts.get("evalsha") + counts.get("eval") - before; round == 1 && sent != len(ops) {
+			t.Errorf("round %d: %d script commands, want one per call", round, sent)
+		}
+	}
+
+	c := newClient(t)
+	counts = &commandCounts{}
+	c.AddHook(counts)
+	s = newStore(t, c, WithCombinedScripts(false))
+	calls := boundCalls(s, ctx, ops...)
+	if _, errs := decoded(calls, s.exec(ctx, c, "", calls, false)); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if sent := counts.get("evalsha") + counts.get("eval"); sent != len(ops) {
+		t.Errorf("WithCombinedScripts(false): %d script commands for %d calls, want one per call", sent, len(ops))
+	}
+}

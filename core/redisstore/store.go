@@ -56,9 +56,12 @@ type Store struct {
 	opBase string // random per store: operation ids are opBase + a counter
 	opSeq  atomic.Uint64
 
-	lanes  *lanes // the nodes' queues (nodes.go)
-	closed atomic.Bool
-	clock  *serverClock // the server's clock, for deadlines (deadline.go)
+	lanes *lanes // the nodes' queues (nodes.go)
+	// separate: each operation is its own EVALSHA, even in a batch on a
+	// *redis.Client (WithCombinedScripts, multi.go).
+	separate atomic.Bool
+	closed   atomic.Bool
+	clock    *serverClock // the server's clock, for deadlines (deadline.go)
 
 	// Operations undone because their callers had given up (compensate),
 	// and sent again through the cluster client after a node refused them
@@ -114,6 +117,7 @@ type config struct {
 	waitFor          time.Duration
 	warmConns        int
 	warmFor          time.Duration
+	separate         bool // WithCombinedScripts(false)
 }
 
 // WithPrefix sets the prefix of every key the store writes. It must not
@@ -195,6 +199,19 @@ func WithBatching(size, workers int) Option {
 	return func(c *config) { c.batchSize, c.batch = size, workers }
 }
 
+// WithCombinedScripts sets whether, on a *redis.Client (a single Redis or
+// a Sentinel's master), a batching worker sends the operations of one
+// script in its pipeline as one EVALSHA, which runs them one after the
+// other and replies to each (see Batching in the package doc). Turn it off
+// when the client talks to a proxy that spreads keys over several servers
+// (twemproxy, Envoy, a sharded managed database): such a proxy sends a
+// command to the server of its first key, or refuses it, where each
+// operation's keys share a hash tag and go together. (A refusal for keys
+// of several slots, CROSSSLOT, turns it off by itself: the refused
+// operations are sent again one command each.) A Cluster's or a Ring's
+// client sends one EVALSHA per operation in any case. Default: on.
+func WithCombinedScripts(on bool) Option { return func(c *config) { c.separate = !on } }
+
 // New returns a store that keeps its state in client's Redis. It warms the
 // client up (WithWarmup): dials connections and loads the script, waiting
 // at most a second, and returns the store whether Redis answered or not;
@@ -247,6 +264,7 @@ func New(client Client, opts ...Option) (*Store, error) {
 		obs:        c.obs,
 		log:        ratelog.New(c.logger),
 	}
+	s.separate.Store(c.separate)
 	s.lanes = newLanes(s, client, c.batchSize, c.batch)
 	if c.warmConns > 0 {
 		warm(client, c.warmConns, c.warmFor)
