@@ -32,8 +32,10 @@ import (
 // Each operation runs under pcall: an operation whose script fails (a key
 // of the wrong type, a server out of memory at a write) gets its own error
 // in its place in the array, as its own EVALSHA would have got, and the
-// others are decided as if it were not there. The fast path writes once, at
-// its end; an operation failing before that has changed nothing.
+// others are decided as if it were not there. What a failing operation
+// wrote before it failed stays, as it would have in its own EVALSHA (which
+// Redis does not roll back either): the fast path writes once, at its end,
+// so an operation failing there before has changed nothing.
 //
 // Behind a proxy that spreads keys over several servers, a twin's keys may
 // not live together: WithCombinedScripts(false) turns twins off, and a
@@ -42,9 +44,9 @@ import (
 //
 // The twin of a script is made on first use. It is loaded with the
 // script, by the warm-up and by the background load of a specialized
-// script (warm.go), and like any script with EVAL after NOSCRIPT (exec). maxMulti bounds the operations of one
-// call, and so how long the server runs the batch without serving other
-// clients.
+// script (warm.go), and like any script with EVAL after NOSCRIPT (exec).
+// maxMulti bounds the operations of one call, and so how long the server
+// runs the batch without serving other clients.
 const maxMulti = 64
 
 // multiTime is the line of apply.lua.tmpl that reads the server's clock,
