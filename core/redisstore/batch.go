@@ -450,26 +450,47 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 			redirect = append(redirect, i)
 		}
 	}
-	if len(reload)+len(reloadM) > 0 { // the server lost the script: EVAL loads it again
-		pipe = client.Pipeline()
-		for _, i := range reload {
+	// evalAlone sends each call of is again with EVAL, which loads its
+	// script, in a pipeline of their own, ended by a WAIT when one is due
+	// (the EVALs come after the first WAIT).
+	evalAlone := func(is []int, twins []*multi) {
+		pipe := client.Pipeline()
+		for _, i := range is {
 			rearm(calls[i].args)
 			cmds[i] = pipe.Eval(ctx, calls[i].script.src, calls[i].keys, calls[i].args...)
 			calls[i].argv.once.cmd.Store(cmds[i])
 		}
-		for _, m := range reloadM {
+		for _, m := range twins {
 			m.load(ctx, pipe, calls, cmds)
 		}
 		if degraded {
 			// no WAIT: see above
-		} else if w := s.waitFor(pipe, ctx, calls); w != nil { // the EVALs come after the first WAIT
+		} else if w := s.waitFor(pipe, ctx, calls); w != nil {
 			wait = w
 		}
 		_, _ = pipe.Exec(ctx)
+	}
+	if len(reload)+len(reloadM) > 0 { // the server lost the script: EVAL loads it again
+		evalAlone(reload, reloadM)
 		for _, i := range reload {
 			if node && notRun(cmds[i].Err()) {
 				redirect = append(redirect, i)
 			}
+		}
+		// A proxy that answered NOSCRIPT before it looked at the keys
+		// refuses the twin's EVAL for its slots: as above.
+		var alone []int
+		for _, m := range reloadM {
+			if crossSlot(m.cmd.Err()) {
+				s.separate.Store(true)
+				for _, i := range m.calls {
+					at[i] = place{}
+					alone = append(alone, i)
+				}
+			}
+		}
+		if len(alone) > 0 {
+			evalAlone(alone, nil)
 		}
 		s.event(context.Background(), core.EventScriptLoad, addr, int64(len(reload)+len(reloadM)), nil)
 	}

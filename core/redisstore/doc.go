@@ -258,9 +258,10 @@
 // reads, looks up and answers one command, sets up one Lua call and reads
 // TIME once for them all, and every operation of that command decides at
 // that one instant. An operation whose script fails there gets its own
-// error and changes nothing; the others go on (multi.go). A Cluster's or a
-// Ring's batches send one EVALSHA per operation, as their keys may live
-// on different nodes. A caller whose context ends while its
+// error, as its own command would have, and the others go on (multi.go).
+// A Cluster's or a Ring's batches send one EVALSHA per operation, as their
+// keys may live on different nodes; so does WithCombinedScripts(false),
+// for a proxy in front of several servers. A caller whose context ends while its
 // operation waits for a worker is answered at once, and its operation is
 // never sent. Batching is on by default (Close stops its workers);
 // WithBatching(0, 0) turns it off: each operation that is not sent inline

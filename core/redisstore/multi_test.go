@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,5 +414,113 @@ func TestMultiBehindAProxyOfSeveralSlots(t *testing.T) {
 	}
 	if sent := counts.get("evalsha"); sent != len(ops) { // (each followed by an EVAL where the server lost the script)
 		t.Errorf("WithCombinedScripts(false): %d EVALSHAs for %d calls, want one per call", sent, len(ops))
+	}
+}
+
+// An operation of a twin that fails with an error go-redis types (OOM
+// here, from a server out of memory) gets it alone, and the replies after
+// it in the pipeline (a call sent alone, of another plan) stay theirs:
+// go-redis stops reading an array at such an error element, so the twin
+// never replies with one. A node that refuses every write (READONLY, a
+// replica) fails the whole twin with that error, unrun, as go-redis drops
+// a connection that says so only when it reads it itself.
+func TestMultiKeepsTypedErrorsInPlace(t *testing.T) {
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	s := newStore(t, c)
+	gcra := planOf("", core.PerMinute(20).WithAlgorithm(core.GCRA))
+	other := planOf("", core.PerMinute(20))
+	ctx := context.Background()
+	ops := []engine.Op{
+		{Plan: gcra, Kind: engine.Take, Key: "a", Cost: 3},
+		{Plan: gcra, Kind: engine.Peek, Key: "b"},
+		{Plan: gcra, Kind: engine.Peek, Key: "c"},
+		{Plan: other, Kind: engine.Peek, Key: "d"},
+	}
+	calls := boundCalls(s, ctx, ops[0], ops[1]) // b exists, with 8 units taken
+	calls[1].op.Kind, calls[1].argv.kind, calls[1].op.Cost, calls[1].argv.cost = engine.Take, int64(engine.Take), 8, 8
+	if _, errs := decoded(calls, s.exec(ctx, c, "", calls, false)); errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls = boundCalls(s, ctx, ops...)
+	res := s.exec(ctx, c, "", calls, false)
+	rs, errs := decoded(calls, res)
+	if !redis.HasErrorPrefix(errs[0], "OOM") {
+		t.Errorf("the Take on a full server: %v, want OOM", errs[0])
+	}
+	for i, want := range []int64{-1, 20 - 8, 20, 20} {
+		if i > 0 && (errs[i] != nil || rs[i].Remaining != want) {
+			t.Errorf("call %d (%s %q): remaining %d (%v), want %d", i, ops[i].Kind, ops[i].Key, rs[i].Remaining, errs[i], want)
+		}
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A replica (of a master that is not there) refuses every write.
+	if err := c.Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls = boundCalls(s, ctx, ops[1], ops[0], ops[2])
+	res = s.exec(ctx, c, "", calls, false)
+	for i, r := range res {
+		if !redis.HasErrorPrefix(r.err, "READONLY") {
+			t.Errorf("call %d on a replica: %v %q, want READONLY for the whole twin", i, r.err, r.v)
+		}
+	}
+}
+
+// noScriptFirst answers NOSCRIPT, unrun, for the twins a node of a Cluster
+// refused with CROSSSLOT, as a proxy that looks for the script before the
+// keys would.
+type noScriptFirst struct{ n atomic.Int64 }
+
+func (h *noScriptFirst) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *noScriptFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *noScriptFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if cmd.Name() == "evalsha" && crossSlot(cmd.Err()) {
+				cmd.SetErr(opError("NOSCRIPT No matching script. Please use EVAL."))
+				h.n.Add(1)
+			}
+		}
+		return err
+	}
+}
+
+// Behind such a proxy, the EVAL that loads a lost twin is refused for its
+// slots: its operations go again alone, and the store sends every batch
+// so from then on.
+func TestMultiBehindAProxyThatLooksForTheScriptFirst(t *testing.T) {
+	addr, _, _ := strings.Cut(env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS"), ",")
+	node := redis.NewClient(clientOptions(addr))
+	defer node.Close()
+	first := &noScriptFirst{}
+	node.AddHook(first)
+	s := newStore(t, node)
+	plan := planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA))
+	ctx := context.Background()
+	var ops []engine.Op
+	for i := 0; len(ops) < 3 && i < 1000; i++ { // keys this master serves, of several slots
+		key := fmt.Sprint("p", i)
+		if err := node.Get(ctx, s.stateKey("", key)).Err(); err == nil || err == redis.Nil {
+			ops = append(ops, engine.Op{Plan: plan, Kind: engine.Take, Key: key, Cost: 3})
+		}
+	}
+	calls := boundCalls(s, ctx, ops...)
+	rs, errs := decoded(calls, s.exec(ctx, node, "", calls, false))
+	for i := range calls {
+		if errs[i] != nil || rs[i].Remaining != 7 {
+			t.Errorf("call %d: remaining %d (%v), want 7", i, rs[i].Remaining, errs[i])
+		}
+	}
+	if first.n.Load() != 1 || !s.separate.Load() {
+		t.Errorf("%d twins answered NOSCRIPT first; twins on: %v", first.n.Load(), !s.separate.Load())
 	}
 }

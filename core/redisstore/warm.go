@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -31,7 +32,8 @@ const (
 
 // WithWarmup makes New dial conns connections to each node (each master
 // of a Cluster) in parallel, with a PING each, and load the store's
-// generic script there, waiting at most timeout: so that the first
+// generic script there (and its twin, which runs a batch's operations in
+// one command: see WithCombinedScripts), waiting at most timeout: so that the first
 // decisions on a healthy Redis find their connections dialled and their
 // script loaded, and fail none of their deadlines. A Redis that is down,
 // or slow to answer, costs New at most timeout and never fails it: the
@@ -47,7 +49,7 @@ func WithWarmup(conns int, timeout time.Duration) Option {
 
 // warm dials conns connections to each node of client and loads the
 // generic script there, within timeout; failures are left to the calls.
-func warm(client Client, conns int, timeout time.Duration) {
+func warm(client Client, conns int, timeout time.Duration, twin bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	// A Cluster's masters run no twins (multi.go): the store sends them
@@ -59,12 +61,13 @@ func warm(client Client, conns int, timeout time.Duration) {
 		// what it negotiates with the server (options its connections
 		// share) on it, before the others dial at once.
 		pipe := c.Pipeline()
-		pipe.Ping(ctx)
-		pipe.ScriptLoad(ctx, generic.src)
-		if twin {
+		ping := pipe.Ping(ctx)
+		load := pipe.ScriptLoad(ctx, generic.src)
+		if twin { // (a failure here is EVAL's to mend, as for any script)
 			pipe.ScriptLoad(ctx, generic.twin().src)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		_, _ = pipe.Exec(ctx)
+		if err := cmp.Or(ping.Err(), load.Err()); err != nil {
 			return err // down, or too slow: the calls will dial
 		}
 		rc, _ := c.(*redis.Client)
@@ -96,7 +99,7 @@ func warm(client Client, conns int, timeout time.Duration) {
 		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return node(ctx, m, false) })
 		return
 	}
-	_ = node(ctx, client, twins(client))
+	_ = node(ctx, client, twin)
 }
 
 // useScript returns the script a call of pp runs: its specialized script
@@ -123,12 +126,12 @@ func (s *Store) loadScript(sc *script) {
 	defer cancel()
 	load := func(ctx context.Context, c Client) error {
 		pipe := c.Pipeline()
-		pipe.ScriptLoad(ctx, sc.src)
-		if twins(c) && s.lanes.cluster == nil {
+		cmd := pipe.ScriptLoad(ctx, sc.src)
+		if twins(c) && s.lanes.cluster == nil && !s.separate.Load() { // (its failure is EVAL's to mend)
 			pipe.ScriptLoad(ctx, sc.twin().src)
 		}
-		_, err := pipe.Exec(ctx)
-		return err
+		_, _ = pipe.Exec(ctx)
+		return cmd.Err()
 	}
 	var err error
 	if cc, ok := s.client.(*redis.ClusterClient); ok {
