@@ -369,24 +369,12 @@ func TestMultiDecidesAtOneTimeAndHonoursEachDeadline(t *testing.T) {
 // every batch so from then on. WithCombinedScripts(false) does from the
 // start.
 func TestMultiBehindAProxyOfSeveralSlots(t *testing.T) {
-	addr, _, _ := strings.Cut(env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS"), ",")
-	node := redis.NewClient(clientOptions(addr))
-	defer node.Close()
+	node := firstMaster(t)
 	counts := &commandCounts{}
 	node.AddHook(counts)
 	s := newStore(t, node)
-	plan := planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA))
 	ctx := context.Background()
-	var ops []engine.Op
-	for i := 0; len(ops) < 4 && i < 1000; i++ { // keys this master serves, of several slots
-		key := fmt.Sprint("k", i)
-		if err := node.Get(ctx, s.stateKey("", key)).Err(); err == nil || err == redis.Nil {
-			ops = append(ops, engine.Op{Plan: plan, Kind: engine.Take, Key: key, Cost: 2})
-		}
-	}
-	if len(ops) < 4 {
-		t.Fatalf("%d keys of master %s found", len(ops), addr)
-	}
+	ops := takesOnMaster(t, node, s, 4, 2)
 	for round := range 2 {
 		before := counts.get("evalsha") + counts.get("eval")
 		calls := boundCalls(s, ctx, ops...)
@@ -498,21 +486,12 @@ func (h *noScriptFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // slots: its operations go again alone, and the store sends every batch
 // so from then on.
 func TestMultiBehindAProxyThatLooksForTheScriptFirst(t *testing.T) {
-	addr, _, _ := strings.Cut(env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS"), ",")
-	node := redis.NewClient(clientOptions(addr))
-	defer node.Close()
+	node := firstMaster(t)
 	first := &noScriptFirst{}
 	node.AddHook(first)
 	s := newStore(t, node)
-	plan := planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA))
 	ctx := context.Background()
-	var ops []engine.Op
-	for i := 0; len(ops) < 3 && i < 1000; i++ { // keys this master serves, of several slots
-		key := fmt.Sprint("p", i)
-		if err := node.Get(ctx, s.stateKey("", key)).Err(); err == nil || err == redis.Nil {
-			ops = append(ops, engine.Op{Plan: plan, Kind: engine.Take, Key: key, Cost: 3})
-		}
-	}
+	ops := takesOnMaster(t, node, s, 3, 3)
 	calls := boundCalls(s, ctx, ops...)
 	rs, errs := decoded(calls, s.exec(ctx, node, "", calls, false))
 	for i := range calls {
@@ -523,4 +502,31 @@ func TestMultiBehindAProxyThatLooksForTheScriptFirst(t *testing.T) {
 	if first.n.Load() != 1 || !s.separate.Load() {
 		t.Errorf("%d twins answered NOSCRIPT first; twins on: %v", first.n.Load(), !s.separate.Load())
 	}
+}
+
+// firstMaster returns a client of the first master of the Cluster, alone
+// (a *redis.Client, not a Cluster's): it refuses keys of several slots in
+// one command with CROSSSLOT, as a proxy in front of several servers may.
+func firstMaster(t *testing.T) *redis.Client {
+	addr, _, _ := strings.Cut(env(t, "TOLLGATE_REDIS_CLUSTER_ADDRS"), ",")
+	node := redis.NewClient(clientOptions(addr))
+	t.Cleanup(func() { node.Close() })
+	return node
+}
+
+// takesOnMaster returns n Takes of cost on keys of s that node serves, of
+// several slots, under a limit of 10 a minute.
+func takesOnMaster(t *testing.T, node *redis.Client, s *Store, n int, cost int64) []engine.Op {
+	plan := planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA))
+	var ops []engine.Op
+	for i := 0; len(ops) < n && i < 1000; i++ {
+		key := fmt.Sprint("k", i)
+		if err := node.Get(context.Background(), s.stateKey("", key)).Err(); err == nil || err == redis.Nil {
+			ops = append(ops, engine.Op{Plan: plan, Kind: engine.Take, Key: key, Cost: cost})
+		}
+	}
+	if len(ops) < n {
+		t.Fatalf("%d keys of master %s found, want %d", len(ops), node.Options().Addr, n)
+	}
+	return ops
 }
