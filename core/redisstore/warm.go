@@ -30,25 +30,26 @@ const (
 	DefaultWarmupTimeout = time.Second
 )
 
-// WithWarmup makes New dial conns connections to each node (each master
-// of a Cluster) in parallel, with a PING each, and load the store's
-// generic script there (and its twin, which runs a batch's operations in
-// one command: see WithCombinedScripts), waiting at most timeout: so that the first
-// decisions on a healthy Redis find their connections dialled and their
-// script loaded, and fail none of their deadlines. A Redis that is down,
-// or slow to answer, costs New at most timeout and never fails it: the
-// calls dial and load as they go, as without a warm-up. The connections
-// stay in the client's pool as long as its options keep idle connections
-// (go-redis's ConnMaxIdleTime, 30 minutes by default). WithWarmup(0, 0)
-// turns the warm-up off (New then does no I/O); conns must be at most the
-// client's PoolSize to be kept. Default: DefaultWarmupConns and
-// DefaultWarmupTimeout.
+// WithWarmup makes New dial conns connections to each node (each master of
+// a Cluster) in parallel, with a PING each, and load the store's generic
+// script there (and its twin, which runs a batch's operations in one
+// command: see WithCombinedScripts), waiting at most timeout: so that the
+// first decisions on a healthy Redis find their connections dialled and
+// their script loaded, and fail none of their deadlines. A Redis that is
+// down, or slow to answer, costs New at most timeout and never fails it:
+// the calls dial and load as they go, as without a warm-up. The
+// connections stay in the client's pool as long as its options keep idle
+// connections (go-redis's ConnMaxIdleTime, 30 minutes by default).
+// WithWarmup(0, 0) turns the warm-up off (New then does no I/O); conns
+// must be at most the client's PoolSize to be kept. Default:
+// DefaultWarmupConns and DefaultWarmupTimeout.
 func WithWarmup(conns int, timeout time.Duration) Option {
 	return func(c *config) { c.warmConns, c.warmFor = conns, timeout }
 }
 
 // warm dials conns connections to each node of client and loads the
-// generic script there, within timeout; failures are left to the calls.
+// generic script there, and its twin when twin, within timeout; failures
+// are left to the calls.
 func warm(client Client, conns int, timeout time.Duration, twin bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
