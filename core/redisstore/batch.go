@@ -198,13 +198,16 @@ func quiet(t *time.Timer) {
 // evalSha returns c's EVALSHA command, for go-redis's Do: what EvalSha
 // sends, in one allocation where EvalSha makes four (it boxes the
 // command's name and the script's SHA-1 on every call).
-func (c *call) evalSha() []any {
-	cmd := make([]any, 0, 3+len(c.keys)+len(c.args))
-	cmd = append(cmd, evalshaName, c.script.shaArg, len(c.keys))
-	for _, k := range c.keys {
+func (c *call) evalSha() []any { return evalSha(c.script, c.keys, c.args) }
+
+// evalSha returns the EVALSHA of sc with keys and args, for go-redis's Do.
+func evalSha(sc *script, keys []string, args []any) []any {
+	cmd := make([]any, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, evalshaName, sc.shaArg, len(keys))
+	for _, k := range keys {
 		cmd = append(cmd, k)
 	}
-	return append(cmd, c.args...)
+	return append(cmd, args...)
 }
 
 // evalshaName is the command's name, boxed once.

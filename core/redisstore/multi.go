@@ -32,7 +32,8 @@ import (
 // Each operation runs under pcall: an operation whose script fails (a key
 // of the wrong type, a server out of memory at a write) gets its own error
 // in its place in the array, as its own EVALSHA would have got, and the
-// others are decided as if it were not there. What a failing operation
+// others are decided as if it were not there. A node that refuses every
+// write (READONLY, NOREPLICAS) fails the whole twin instead (see twinOf). What a failing operation
 // wrote before it failed stays, as it would have in its own EVALSHA (which
 // Redis does not roll back either): the fast path writes once, at its end,
 // so an operation failing there before has changed nothing.
@@ -214,12 +215,7 @@ func (m *multi) add(i int, c *call, at []place) {
 // send adds m's EVALSHA to pipe, as the command of each of its calls
 // (cmds, by their index in calls).
 func (m *multi) send(ctx context.Context, pipe redis.Pipeliner, calls []*call, cmds []*redis.Cmd) {
-	cmd := make([]any, 0, 3+len(m.keys)+len(m.args))
-	cmd = append(cmd, evalshaName, m.twin.shaArg, len(m.keys))
-	for _, k := range m.keys {
-		cmd = append(cmd, k)
-	}
-	m.carry(pipe.Do(ctx, append(cmd, m.args...)...), calls, cmds)
+	m.carry(pipe.Do(ctx, evalSha(m.twin, m.keys, m.args)...), calls, cmds)
 }
 
 // load adds m's EVAL to pipe, which loads its twin on a server that lost it
@@ -257,8 +253,10 @@ func (m *multi) reply(k int) (any, error) {
 	case string:
 		return r, nil
 	case []any: // its error (see twinOf)
-		if msg, ok := r[0].(string); ok && len(r) == 1 {
-			return nil, opError(msg)
+		if len(r) == 1 {
+			if msg, ok := r[0].(string); ok {
+				return nil, opError(msg)
+			}
 		}
 	}
 	return nil, fmt.Errorf("%w: operation %d of %d: %T", ErrReply, k, len(m.calls), vs[k])

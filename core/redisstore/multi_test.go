@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -234,32 +235,29 @@ func TestMultiGroupsByScript(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer rdb.Close()
 	s := &Store{lanes: &lanes{}}
+	// describe gives each call's group and place in it, "-" for alone.
 	describe := func(calls []*call) string {
 		ms, at := s.multiOf(rdb, calls)
-		var b strings.Builder
+		var places []string
 		for i := range calls {
 			if at == nil || at[i].m == nil {
-				fmt.Fprintf(&b, "-")
+				places = append(places, "-")
 				continue
 			}
-			for j, m := range ms {
-				if m == at[i].m {
-					fmt.Fprintf(&b, "%d.%d ", j, at[i].k)
-				}
-			}
+			places = append(places, fmt.Sprintf("%d.%d", slices.Index(ms, at[i].m), at[i].k))
 		}
-		return strings.TrimSpace(b.String())
+		return strings.Join(places, " ")
 	}
 	for _, tc := range []struct {
 		calls []*call
 		want  string
 	}{
 		{mk(one), "-"},
-		{mk(one, two), "--"},
-		{mk(one, two, one, one, generic), "0.0 -0.1 0.2 -"},
+		{mk(one, two), "- -"},
+		{mk(one, two, one, one, generic), "0.0 - 0.1 0.2 -"},
 		{mk(one, two, two, one), "0.0 1.0 1.1 0.1"},
 	} {
-		if got := strings.ReplaceAll(describe(tc.calls), " -", "-"); got != strings.ReplaceAll(tc.want, " -", "-") {
+		if got := describe(tc.calls); got != tc.want {
 			t.Errorf("groups %q, want %q", got, tc.want)
 		}
 	}
@@ -529,4 +527,57 @@ func takesOnMaster(t *testing.T, node *redis.Client, s *Store, n int, cost int64
 		t.Fatalf("%d keys of master %s found, want %d", len(ops), node.Options().Addr, n)
 	}
 	return ops
+}
+
+// A twin's reply that is not what a twin replies (an array of another
+// length, an element of another shape) is an ErrReply for the calls, never
+// a panic.
+func TestMultiRejectsMalformedReplies(t *testing.T) {
+	for _, v := range []any{
+		"not an array",
+		[]any{"a"},                  // one reply for two calls
+		[]any{"a", []any{}},         // an error of no message
+		[]any{"a", []any{"x", "y"}}, // an error of two
+		[]any{"a", []any{int64(1)}}, // an error not a string
+		[]any{"a", int64(7)},        // a reply not a string
+	} {
+		cmd := redis.NewCmd(context.Background())
+		cmd.SetVal(v)
+		m := &multi{calls: []int{0, 1}, cmd: cmd}
+		if _, err := m.reply(1); !errors.Is(err, ErrReply) {
+			t.Errorf("reply %#v: %v, want ErrReply", v, err)
+		}
+	}
+	cmd := redis.NewCmd(context.Background())
+	cmd.SetVal([]any{"ok", []any{"OOM no room"}, nil}) // nil: a Lua false
+	m := &multi{calls: []int{0, 1, 2}, cmd: cmd}
+	if v, err := m.reply(0); v != "ok" || err != nil {
+		t.Errorf("element 0: %v, %v", v, err)
+	}
+	if _, err := m.reply(1); !redis.HasErrorPrefix(err, "OOM") || notRun(err) {
+		t.Errorf("element 1: %v, want a redis.Error OOM, not one refused unrun", err)
+	}
+	if _, err := m.reply(2); err != redis.Nil {
+		t.Errorf("element 2: %v, want redis.Nil", err)
+	}
+}
+
+// twinSends counts the twins a client sends: script commands of several
+// operations' keys, where each operation of the tests that count them has
+// one key.
+type twinSends struct{ n atomic.Int64 }
+
+func (h *twinSends) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *twinSends) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *twinSends) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if args := cmd.Args(); isScriptCmd(cmd) && len(args) > 2 {
+				if keys, _ := args[2].(int); keys > 1 {
+					h.n.Add(1)
+				}
+			}
+		}
+		return next(ctx, cmds)
+	}
 }

@@ -55,7 +55,7 @@ func warm(client Client, conns int, timeout time.Duration, twin bool) {
 	defer cancel()
 	// A Cluster's masters run no twins (multi.go): the store sends them
 	// none.
-	node := func(ctx context.Context, c Client, twin bool) error {
+	node := func(ctx context.Context, c Client, withTwin bool) error {
 		// Each connection is held until all are dialled, so that they are
 		// n distinct ones, and then returned to the pool, idle.
 		// The first connection, with the script, alone: go-redis settles
@@ -64,7 +64,7 @@ func warm(client Client, conns int, timeout time.Duration, twin bool) {
 		pipe := c.Pipeline()
 		ping := pipe.Ping(ctx)
 		load := pipe.ScriptLoad(ctx, generic.src)
-		if twin { // (a failure here is EVAL's to mend, as for any script)
+		if withTwin { // (a failure here is EVAL's to mend, as for any script)
 			pipe.ScriptLoad(ctx, generic.twin().src)
 		}
 		_, _ = pipe.Exec(ctx)
