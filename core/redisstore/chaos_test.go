@@ -230,6 +230,8 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 	srv := startServer(t)
 	c := redis.NewClient(clientOptions(srv.addr))
 	defer c.Close()
+	twins := &twinSends{}
+	c.AddHook(twins)
 	const quota = 100_000
 	for _, tc := range []struct {
 		name  string
@@ -257,6 +259,7 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			var admitted, failed atomic.Int64
+			twins.n.Store(0)
 			stallUnder(srv, 16, func() {
 				d, err := lim.Allow(context.Background(), "k")
 				switch {
@@ -273,6 +276,9 @@ func TestAbandonedDecisionsChangeNothing(t *testing.T) {
 			t.Logf("admitted %d, failed %d; undone %d (%d failed to undo); remaining %d", admitted.Load(), failed.Load(), s.undone.Load(), s.undoFailed.Load(), d.Remaining)
 			if failed.Load() == 0 {
 				t.Fatal("no call failed during the stall: the test tested nothing")
+			}
+			if batched := len(tc.opts) == 0; batched != (twins.n.Load() > 0) {
+				t.Errorf("%d twins sent (batched: %v): the batched calls go as twins (multi.go), the others never", twins.n.Load(), batched)
 			}
 			if _, n := obs.count(core.EventCompensation); n != s.undone.Load()+s.undoFailed.Load() {
 				t.Errorf("%d compensation events, want one per operation undone or not (%d)", n, s.undone.Load()+s.undoFailed.Load())
