@@ -258,7 +258,9 @@
 // reads, looks up and answers one command, sets up one Lua call and reads
 // TIME once for them all, and every operation of that command decides at
 // that one instant. An operation whose script fails there gets its own
-// error, as its own command would have, and the others go on (multi.go).
+// error, as its own command would have, and the others go on; but a node
+// that refuses every write (a replica: READONLY) fails the whole command,
+// reads included (multi.go).
 // A Cluster's or a Ring's batches send one EVALSHA per operation, as their
 // keys may live on different nodes; so does WithCombinedScripts(false),
 // for a proxy in front of several servers. A caller whose context ends while its
