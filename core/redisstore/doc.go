@@ -80,16 +80,20 @@
 //
 // # Expiry
 //
-// Every key carries a TTL: the time until its limits are fully replenished
-// (as the decision's ResetAfter reports it), rounded up to milliseconds,
-// plus a margin (WithMargin, default 1s), or until the receipts it holds
-// expire (1.2s past their calls' deadlines), whichever is later. A key
-// whose every limit is fully replenished and which holds no receipt is
-// deleted at once, as memstore does; a Peek or a denied request writes
-// only what the passing of time changed. So no key outlives its last use
-// by more than its longest limit's replenishment plus the margin, or its
-// last call's deadline and 1.2s; operation records live until the call's
-// deadline and 200 ms more, at most WithOpTTL.
+// Every key carries a TTL of at least the time until its limits are fully
+// replenished (as the decision's ResetAfter reports it), rounded up to
+// milliseconds, plus a margin (WithMargin, default 1s), or until the
+// receipts it holds expire (1.2s past their calls' deadlines), whichever
+// is later; and of at most one margin more. A write that finds the key's
+// TTL within those bounds keeps it, and sets it to the upper one
+// otherwise: checking a TTL costs the server less than setting one, and
+// the writes of a busy key then set it about once a margin. A key whose
+// every limit is fully replenished and which holds no receipt is deleted
+// at once, as memstore does; a Peek or a denied request writes only what
+// the passing of time changed. So no key outlives its last use by more
+// than its longest limit's replenishment plus twice the margin, or its
+// last call's deadline, 1.2s and the margin; operation records live until
+// the call's deadline and 200 ms more, at most WithOpTTL.
 //
 // # Time
 //

@@ -89,7 +89,7 @@ const (
 	// DefaultPrefix is the default prefix of every key.
 	DefaultPrefix = "tollgate:"
 	// DefaultMargin is the default time a key outlives the full
-	// replenishment of its limits.
+	// replenishment of its limits at least (see WithMargin).
 	DefaultMargin = time.Second
 	// DefaultMaxKeyLen is the default length above which user keys are
 	// replaced by their SHA-256.
@@ -126,10 +126,12 @@ type config struct {
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // WithMargin sets how long a key outlives the full replenishment of its
-// limits, rounded up to whole milliseconds: it covers the difference
+// limits at least (and at most twice as long: see Expiry in the package
+// doc), rounded up to whole milliseconds: it covers the difference
 // between the clock that computed the replenishment and the server's
 // expiry clock (the same one under the default Redis TIME; the callers'
 // clocks under core.WithClock, which must then be close to the server's).
+// With a margin of 0 every write sets its key's TTL exactly.
 // Default: DefaultMargin.
 func WithMargin(d time.Duration) Option { return func(c *config) { c.margin = d } }
 

@@ -13,7 +13,7 @@ import (
 
 // TestKeysExpire runs traffic on every algorithm (Redis TIME), checks that
 // every key carries a TTL meanwhile, stops, waits past the longest time to
-// full replenishment plus the margin, and finds no key left.
+// full replenishment plus twice the margin, and finds no key left.
 func TestKeysExpire(t *testing.T) {
 	c := newClient(t)
 	const margin, opTTL = 200 * time.Millisecond, 300 * time.Millisecond
@@ -87,13 +87,79 @@ func TestKeysExpire(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no key seen during traffic")
 	}
-	wait := time.Until(last) + margin + 100*time.Millisecond
+	wait := time.Until(last) + 2*margin + 100*time.Millisecond
 	if wait > 10*time.Second {
 		t.Fatalf("the traffic left limits replenished only in %v", time.Until(last))
 	}
 	time.Sleep(max(wait, opTTL))
 	for _, k := range scan(t, c, s.prefix) {
 		ttl, _ := c.PTTL(ctx, k).Result()
-		t.Errorf("key %q is left %v after the last limit was fully replenished (PTTL %v)", k, margin+100*time.Millisecond, ttl)
+		t.Errorf("key %q is left %v after the last limit was fully replenished (PTTL %v)", k, 2*margin+100*time.Millisecond, ttl)
+	}
+}
+
+// A key's TTL stays within [need, need + margin], need being its time to
+// full replenishment plus the margin: a write whose need the TTL covers
+// keeps it, one whose need passed it sets it to need + margin, as does
+// one that finds a TTL longer than that, whatever set it. With a margin of
+// 0, every write sets the TTL to the need.
+func TestKeysKeepTheirTTLWithinAMargin(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	// A unit is 250 ms of replenishment: a Take of one moves the need by
+	// that much, less than the margin; one of four by more.
+	plan := planOf("", core.Per(4, time.Second).WithAlgorithm(core.GCRA).WithBurst(40))
+	const margin = time.Second
+	m := margin.Milliseconds()
+	s := newStore(t, c, WithMargin(margin))
+	key := s.stateKey("", "band")
+	take := func(cost int64) (need, pttl, elapsed int64) {
+		t.Helper()
+		start := time.Now()
+		r, err := s.Apply(ctx, engine.Op{Plan: plan, Kind: engine.Take, Key: "band", Cost: cost})
+		if err != nil || !r.Allowed {
+			t.Fatalf("Take %d: %+v, %v", cost, r, err)
+		}
+		ttl, err := c.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		need, pttl, elapsed = (r.Reset+999)/1000+m, ttl.Milliseconds(), time.Since(start).Milliseconds()
+		if pttl < need-elapsed-1 || pttl > need+m {
+			t.Errorf("Take %d: PTTL %d ms, %d ms after the call began; want within [%d, %d]", cost, pttl, elapsed, need, need+m)
+		}
+		return need, pttl, elapsed
+	}
+	need, p1, _ := take(1) // a new key: need + margin
+	if p1 < need+m-250 {
+		t.Errorf("a new key's PTTL %d ms, want about %d", p1, need+m)
+	}
+	if _, p2, el := take(1); p2 > p1 || p2 < p1-el-2 { // within the band: kept
+		t.Errorf("a Take within the band moved the TTL from %d to %d ms (%d ms later)", p1, p2, el)
+	}
+	need, p3, _ := take(4) // past it: set anew, a margin above the need
+	if p3 < need+m-250 {
+		t.Errorf("a Take past the band set PTTL %d ms, want about %d", p3, need+m)
+	}
+	if err := c.PExpire(ctx, key, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if need, p4, _ := take(1); p4 < need+m-250 { // brought back to the band (checked in take)
+		t.Errorf("a Take on a key of a TTL above the band set PTTL %d ms, want about %d", p4, need+m)
+	}
+
+	exact := newStore(t, c, WithMargin(0))
+	for range 3 {
+		r, err := exact.Apply(ctx, engine.Op{Plan: plan, Kind: engine.Take, Key: "exact", Cost: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl, err := c.PTTL(ctx, exact.stateKey("", "exact")).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if need := (r.Reset + 999) / 1000; ttl.Milliseconds() > need {
+			t.Errorf("margin 0: PTTL %v, want at most the need, %d ms", ttl, need)
+		}
 	}
 }
