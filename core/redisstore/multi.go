@@ -53,8 +53,9 @@ import (
 const maxMulti = 32
 
 // multiTime is the line of apply.lua.tmpl that reads the server's clock,
-// which a twin replaces with the clock it read once.
-const multiTime = "local clock = redis.call('TIME')"
+// which a twin replaces with the time it read once and the reply's head
+// it made of it.
+const multiTime = "local srv, head = stamp(redis.call('TIME'))"
 
 // twinOf returns the text of the twin of a script of text src. src is a
 // rendering of apply.lua.tmpl, which has multiTime on one line.
@@ -81,17 +82,25 @@ func twinOf(src string) string {
 	// operation's own command would have failed: none of its operations
 	// has written, and go-redis drops a connection that says READONLY (a
 	// master demoted under it) only when it reads that error itself.
-	return prelude + `local CLOCK = redis.call('TIME')
+	//
+	// Garbage is much of what the server's Lua costs beyond its commands
+	// (allocating, interning and sweeping it): the time and the reply's
+	// head are made once, not per operation, and every operation's KEYS
+	// and ARGV are two tables the twin fills anew, not two new ones. No
+	// operation keeps them past its call.
+	return prelude + `local SRV, HEAD = stamp(redis.call('TIME'))
 local function one(KEYS, ARGV)
-local clock = CLOCK` + body + `
+local srv, head = SRV, HEAD` + body + `
 end
 local layout, out, k, a = ARGV[1], {}, 0, 1
+local ks, as, nks, nas = {}, {}, 0, 0
 for i = 1, #layout, 2 do
 local nk, na = string.byte(layout, i, i + 1)
-local ks, as = {}, {}
 for j = 1, nk do ks[j] = KEYS[k + j] end
+for j = nk + 1, nks do ks[j] = nil end
 for j = 1, na do as[j] = ARGV[a + j] end
-k, a = k + nk, a + na
+for j = na + 1, nas do as[j] = nil end
+k, a, nks, nas = k + nk, a + na, nk, na
 local ok, r = pcall(one, ks, as)
 if not ok then
 local msg = string.gsub(type(r) == 'table' and r.err or tostring(r), '^[%w_]+:%d+: ', '')

@@ -165,10 +165,17 @@ func TestMultiReloadsALostTwinAndAppliesOnce(t *testing.T) {
 // decide as the same operations sent one command each in the order the
 // batch ran them (its groups first: calls of different limits in one batch
 // are concurrent, and any order is theirs), field by field, and leave the
-// same states.
+// same states. Operations of one command have different numbers of KEYS
+// and ARGV (refunds with a receipt or without; with operation records, a
+// Peek has none), which the twin passes to each in tables it reuses.
 func TestMultiDecidesAsOneCommandEach(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testMultiDecidesAsOneCommandEach(t) })
+	t.Run("records", func(t *testing.T) { testMultiDecidesAsOneCommandEach(t, WithOpTTL(time.Minute)) })
+}
+
+func testMultiDecidesAsOneCommandEach(t *testing.T, opts ...Option) {
 	c := newClient(t)
-	batched, alone := newStore(t, c), newStore(t, c)
+	batched, alone := newStore(t, c, opts...), newStore(t, c, opts...)
 	plans := []*engine.Plan{
 		planOf("", core.PerSecond(5)),
 		planOf("", core.PerSecond(4).WithAlgorithm(core.GCRA), core.PerMinute(9).WithAlgorithm(core.TokenBucket)),
@@ -181,15 +188,31 @@ func TestMultiDecidesAsOneCommandEach(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ctx := context.Background()
 	now := time.Now().UnixMicro()
+	type charged struct {
+		key  string
+		plan *engine.Plan
+	}
+	receipts := map[charged]engine.Receipt{}
+	refunds := 0
 	for batch := range 60 {
 		now += rng.Int64N(400_000)
 		var ops []engine.Op
 		for range 1 + rng.IntN(12) {
-			ops = append(ops, engine.Op{Plan: plans[rng.IntN(len(plans))], Kind: kinds[rng.IntN(len(kinds))],
-				Key: keys[rng.IntN(len(keys))], Cost: rng.Int64N(4), Now: now})
+			op := engine.Op{Plan: plans[rng.IntN(len(plans))], Kind: kinds[rng.IntN(len(kinds))],
+				Key: keys[rng.IntN(len(keys))], Cost: rng.Int64N(4), Now: now}
+			if rc, ok := receipts[charged{op.Key, op.Plan}]; ok && op.Kind == engine.Refund && rng.IntN(2) == 0 {
+				op.Receipt, op.Cost = &rc, rc.Cost
+				refunds++
+			}
+			ops = append(ops, op)
 		}
 		bc := boundCalls(batched, ctx, ops...)
 		brs, berrs := decoded(bc, batched.exec(ctx, c, "", bc, false))
+		for i, op := range ops {
+			if op.Kind == engine.Take && op.Cost > 0 && berrs[i] == nil && brs[i].Allowed {
+				receipts[charged{op.Key, op.Plan}] = engine.ReceiptOf(&brs[i], op.Cost)
+			}
+		}
 		// exec sends the groups first, then the calls alone: the same
 		// order, one command each.
 		ms, at := batched.multiOf(c, bc)
@@ -216,6 +239,57 @@ func TestMultiDecidesAsOneCommandEach(t *testing.T) {
 		a, _ := c.Get(ctx, alone.stateKey("", k)).Result()
 		if a != b {
 			t.Errorf("key %q: state %x batched, %x alone", k, b, a)
+		}
+	}
+	if refunds < 10 {
+		t.Errorf("%d refunds with a receipt, want at least 10", refunds)
+	}
+}
+
+// Each operation of a twin gets its own KEYS and ARGV, however many the
+// one before it had (the twin reuses two tables for them): a refund
+// without a receipt that follows one with a receipt is not given that
+// receipt, and a Peek, which has no operation record, no record key.
+func TestMultiGivesEachOperationItsOwnArguments(t *testing.T) {
+	c := newClient(t)
+	batched, alone := newStore(t, c, WithOpTTL(time.Minute)), newStore(t, c, WithOpTTL(time.Minute))
+	ctx := context.Background()
+	now := time.Now().UnixMicro()
+	for _, plan := range []*engine.Plan{
+		planOf("", core.PerMinute(10).WithAlgorithm(core.GCRA)),       // specialized
+		planOf("", core.PerMinute(10).WithAlgorithm(core.SlidingLog)), // generic, a log key
+	} {
+		key := func(k string) string { return plan.Limits[0].Algorithm.String() + k }
+		var rc engine.Receipt
+		for _, s := range []*Store{batched, alone} {
+			r, err := s.Apply(ctx, engine.Op{Plan: plan, Kind: engine.Take, Key: key("a"), Cost: 4, Now: now - 20_000_000})
+			if err != nil || !r.Allowed {
+				t.Fatalf("Take: %+v, %v", r, err)
+			}
+			rc = engine.ReceiptOf(&r, 4)
+			if _, err := s.Apply(ctx, engine.Op{Plan: plan, Kind: engine.Take, Key: key("b"), Cost: 1, Now: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ops := []engine.Op{
+			{Plan: plan, Kind: engine.Refund, Key: key("a"), Cost: 4, Receipt: &rc, Now: now},
+			{Plan: plan, Kind: engine.Refund, Key: key("b"), Cost: 1, Now: now},
+			{Plan: plan, Kind: engine.Take, Key: key("b"), Cost: 2, Now: now},
+			{Plan: plan, Kind: engine.Peek, Key: key("b"), Now: now},
+			{Plan: plan, Kind: engine.Take, Key: key("a"), Cost: 1, Now: now},
+		}
+		bc := boundCalls(batched, ctx, ops...)
+		if ms, _ := batched.multiOf(c, bc); len(ms) != 1 || len(ms[0].calls) != len(ops) {
+			t.Fatalf("%v: the operations are not one twin", plan.Limits)
+		}
+		brs, berrs := decoded(bc, batched.exec(ctx, c, "", bc, false))
+		for i := range ops {
+			ac := boundCalls(alone, ctx, ops[i])
+			ars, aerrs := decoded(ac, alone.exec(ctx, c, "", ac, false))
+			if berrs[i] != nil || aerrs[0] != nil || fmt.Sprintf("%+v", brs[i]) != fmt.Sprintf("%+v", ars[0]) {
+				t.Errorf("%v: op %d (%s %q cost %d): batched %+v (%v), alone %+v (%v)",
+					plan.Limits, i, ops[i].Kind, ops[i].Key, ops[i].Cost, brs[i], berrs[i], ars[0], aerrs[0])
+			}
 		}
 	}
 }
