@@ -84,10 +84,12 @@
 // replenished (as the decision's ResetAfter reports it), rounded up to
 // milliseconds, plus a margin (WithMargin, default 1s), or until the
 // receipts it holds expire (1.2s past their calls' deadlines), whichever
-// is later; and of at most one margin more. A write that finds the key's
-// TTL within those bounds keeps it, and sets it to the upper one
-// otherwise: checking a TTL costs the server less than setting one, and
-// the writes of a busy key then set it about once a margin. A key whose
+// is later; and of at most one margin more. On Redis 7 or later, a Take
+// or Peek of one set of limits without logs (the fast path) that finds
+// the key's TTL within those bounds keeps it, and sets it to the upper
+// one otherwise: checking a TTL costs the server less than setting one,
+// and the writes of a busy key then set it about once a margin. Other
+// writes, and every write on Redis 5 and 6, set the lower one. A key whose
 // every limit is fully replenished and which holds no receipt is deleted
 // at once, as memstore does; a Peek or a denied request writes only what
 // the passing of time changed. So no key outlives its last use by more

@@ -126,8 +126,8 @@ type config struct {
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // WithMargin sets how long a key outlives the full replenishment of its
-// limits at least (and at most twice as long: see Expiry in the package
-// doc), rounded up to whole milliseconds: it covers the difference
+// limits at least (and on Redis 7 at most twice as long: see Expiry in
+// the package doc), rounded up to whole milliseconds: it covers the difference
 // between the clock that computed the replenishment and the server's
 // expiry clock (the same one under the default Redis TIME; the callers'
 // clocks under core.WithClock, which must then be close to the server's).
