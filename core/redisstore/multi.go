@@ -138,7 +138,7 @@ type multi struct {
 // (a nil group: it goes alone, as the only call of its script). It returns
 // none where client may not hold every key.
 func (s *Store) multiOf(client Client, calls []*call) (ms []*multi, at []place) {
-	if !twins(client) || s.lanes.cluster != nil || len(calls) < 2 || s.separate.Load() {
+	if len(calls) < 2 || !s.combines(client) {
 		return nil, nil
 	}
 	// The batch's scripts and their calls: few scripts, most often one.
@@ -194,12 +194,14 @@ func (s *Store) multiOf(client Client, calls []*call) (ms []*multi, at []place) 
 // cannot run a twin.
 func crossSlot(err error) bool { return err != nil && redis.HasErrorPrefix(err, "CROSSSLOT") }
 
-// twins reports whether a batch sent with client may run twins: client
-// holds every key (a single Redis, a Sentinel's master). A Cluster's
-// masters are clients of this type too: multiOf also asks the store.
-func twins(client Client) bool {
+// combines reports whether s sends twins with client (a batch's worker's,
+// the warm-up's, a script load's): client holds every key (a single
+// Redis, a Sentinel's master, not a Cluster's master, which is a client
+// of the same type), and WithCombinedScripts, or a CROSSSLOT refusal,
+// has not turned twins off.
+func (s *Store) combines(client Client) bool {
 	_, ok := client.(*redis.Client)
-	return ok
+	return ok && s.lanes.cluster == nil && !s.separate.Load()
 }
 
 // fits reports whether c's KEYS and ARGV can be counted in a twin's

@@ -269,7 +269,7 @@ func New(client Client, opts ...Option) (*Store, error) {
 	s.separate.Store(c.separate)
 	s.lanes = newLanes(s, client, c.batchSize, c.batch)
 	if c.warmConns > 0 {
-		warm(client, c.warmConns, c.warmFor, twins(client) && !c.separate)
+		warm(client, c.warmConns, c.warmFor, s.combines(client))
 	}
 	return s, nil
 }

@@ -48,14 +48,13 @@ func WithWarmup(conns int, timeout time.Duration) Option {
 }
 
 // warm dials conns connections to each node of client and loads the
-// generic script there, and its twin when twin, within timeout; failures
-// are left to the calls.
+// generic script there, and its twin when twin (never for a Cluster, whose
+// masters run none: Store.combines), within timeout; failures are left to
+// the calls.
 func warm(client Client, conns int, timeout time.Duration, twin bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	// A Cluster's masters run no twins (multi.go): the store sends them
-	// none.
-	node := func(ctx context.Context, c Client, withTwin bool) error {
+	node := func(ctx context.Context, c Client) error {
 		// Each connection is held until all are dialled, so that they are
 		// n distinct ones, and then returned to the pool, idle.
 		// The first connection, with the script, alone: go-redis settles
@@ -64,7 +63,7 @@ func warm(client Client, conns int, timeout time.Duration, twin bool) {
 		pipe := c.Pipeline()
 		ping := pipe.Ping(ctx)
 		load := pipe.ScriptLoad(ctx, generic.src)
-		if withTwin { // (a failure here is EVAL's to mend, as for any script)
+		if twin { // (a failure here is EVAL's to mend, as for any script)
 			pipe.ScriptLoad(ctx, generic.twin().src)
 		}
 		_, _ = pipe.Exec(ctx)
@@ -97,10 +96,10 @@ func warm(client Client, conns int, timeout time.Duration, twin bool) {
 		return nil
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok {
-		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return node(ctx, m, false) })
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return node(ctx, m) })
 		return
 	}
-	_ = node(ctx, client, twin)
+	_ = node(ctx, client)
 }
 
 // useScript returns the script a call of pp runs: its specialized script
@@ -128,7 +127,7 @@ func (s *Store) loadScript(sc *script) {
 	load := func(ctx context.Context, c Client) error {
 		pipe := c.Pipeline()
 		cmd := pipe.ScriptLoad(ctx, sc.src)
-		if twins(c) && s.lanes.cluster == nil && !s.separate.Load() { // (its failure is EVAL's to mend)
+		if s.combines(c) { // (its failure is EVAL's to mend)
 			pipe.ScriptLoad(ctx, sc.twin().src)
 		}
 		_, _ = pipe.Exec(ctx)
