@@ -86,7 +86,11 @@ func (s scenario) allowedBound(keys int, elapsed time.Duration) int64 {
 }
 
 // A decider makes one decision for key, the way the library's users call it.
-// Implementations are safe for concurrent use.
+// Implementations are safe for concurrent use. Each is a pointer whose
+// allow has a pointer receiver, so that every library is called alike: a
+// value receiver on a struct of two words or more goes through a wrapper
+// the compiler makes, which copies the struct (30 instructions a decision
+// for Tollgate's until 2026-11-27, against 19 for sethvargo's).
 type decider interface {
 	allow(ctx context.Context, key string) (bool, error)
 }
@@ -199,10 +203,10 @@ func newSethvargo(tb testing.TB, s scenario) decider {
 			tb.Errorf("memorystore Close: %v", err)
 		}
 	})
-	return sethvargoStore{st}
+	return &sethvargoStore{st}
 }
 
-func (s sethvargoStore) allow(ctx context.Context, key string) (bool, error) {
+func (s *sethvargoStore) allow(ctx context.Context, key string) (bool, error) {
 	_, _, _, ok, err := s.s.Take(ctx, key)
 	return ok, err
 }
@@ -226,10 +230,10 @@ func newThrottled(tb testing.TB, s scenario) decider {
 	if err != nil {
 		tb.Fatalf("NewGCRARateLimiterCtx: %v", err)
 	}
-	return throttledGCRA{l}
+	return &throttledGCRA{l}
 }
 
-func (t throttledGCRA) allow(ctx context.Context, key string) (bool, error) {
+func (t *throttledGCRA) allow(ctx context.Context, key string) (bool, error) {
 	limited, _, err := t.l.RateLimitCtx(ctx, key, 1)
 	return !limited, err
 }
@@ -242,10 +246,10 @@ type ululeLimiter struct{ l *ulule.Limiter }
 func newUlule(tb testing.TB, s scenario) decider {
 	quota, period, _ := s.limit()
 	r := ulule.Rate{Period: period, Limit: quota}
-	return ululeLimiter{ulule.New(ululemem.NewStore(), r)}
+	return &ululeLimiter{ulule.New(ululemem.NewStore(), r)}
 }
 
-func (u ululeLimiter) allow(ctx context.Context, key string) (bool, error) {
+func (u *ululeLimiter) allow(ctx context.Context, key string) (bool, error) {
 	c, err := u.l.Get(ctx, key)
 	return !c.Reached, err
 }

@@ -32,12 +32,12 @@ func newTollgateOf(tb testing.TB, s scenario, a core.Algorithm) decider {
 	if err != nil {
 		tb.Fatalf("core.New: %v", err)
 	}
-	return tollgateLimiter{l, st}
+	return &tollgateLimiter{l, st}
 }
 
-func (t tollgateLimiter) entries() int { return t.st.Len() }
+func (t *tollgateLimiter) entries() int { return t.st.Len() }
 
-func (t tollgateLimiter) allow(ctx context.Context, key string) (bool, error) {
+func (t *tollgateLimiter) allow(ctx context.Context, key string) (bool, error) {
 	d, err := t.l.Allow(ctx, key)
 	return d.Allowed, err
 }

@@ -292,10 +292,32 @@ func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decisio
 // allowInto is AllowN writing to d, which is zero but for the States
 // memory AllowNInto brings to the direct path: small enough that Allow
 // and AllowN are inlined, and their caller's Decision is written in place.
+//
+// With a taker (one limit, straight to an in-process store), it decides
+// through the store's TakeBrief itself, a level of calls fewer than
+// take's: its last lines are decide's, written out for the fields the
+// store returns in registers. A helper shared with decide is not inlined,
+// and its call cost 6% of a decision; an engine.Brief (seven words, more
+// than the compiler keeps in registers) would be spilled and copied, and
+// the copy stalls on reading back the spill.
+// TestTheDirectPathDecidesAsTheGeneralOne holds the two to the same
+// Decisions, errors and every algorithm included.
 func (l *Limiter) allowInto(ctx context.Context, key string, cost int64, d *Decision) (err error) {
 	switch {
 	case l.taker != nil:
-		return l.takeBrief(ctx, key, cost, d)
+		allowed, remaining, reset, wait, window, lease, at, err := l.taker.TakeBrief(ctx, l.plan, key, cost)
+		if err != nil {
+			return l.takeFailed(ctx, key, cost, err, d)
+		}
+		d.Allowed, d.Cost, d.Remaining, d.Lease = allowed, cost, remaining, lease
+		d.ResetAfter, d.EffectiveWindow = micros(reset), micros(window)
+		d.Limit = l.limits[0]
+		if allowed {
+			d.Delay, d.at = micros(wait), at
+		} else {
+			d.RetryAfter = micros(wait)
+		}
+		return nil
 	case l.direct:
 		return l.take(ctx, key, cost, d)
 	}
@@ -355,7 +377,7 @@ func returnParts(op *engine.Op, p *[maxLentParts]engine.LimitResult) {
 	op.Parts = nil
 }
 
-// take is AllowN when l.direct and l has no taker (takeBrief is AllowN
+// take is AllowN when l.direct and l has no taker (allowInto decides
 // then): what op and apply do in that case, without the steps that do
 // nothing there. It writes the Decision to d, which is zero: a Decision
 // is large, and every call level that returns one copies it several
@@ -376,29 +398,11 @@ func (l *Limiter) take(ctx context.Context, key string, cost int64, d *Decision)
 	return nil
 }
 
-// takeBrief is take through the store's TakeBrief (taker), for one limit.
-// Its last lines are decide's, written out for the fields the store
-// returns in registers: a helper shared with decide is not inlined, and
-// its call cost 6% of a decision; an engine.Brief (seven words, more than
-// the compiler keeps in registers) would be spilled and copied, and the
-// copy stalls on reading back the spill. TestTheDirectPathDecidesAsTheGeneralOne
-// holds the two to the same Decisions, errors and every algorithm
-// included.
-func (l *Limiter) takeBrief(ctx context.Context, key string, cost int64, d *Decision) error {
-	allowed, remaining, reset, wait, window, lease, at, err := l.taker.TakeBrief(ctx, l.plan, key, cost)
-	if err != nil {
-		*d, err = l.failed(ctx, engine.Op{Plan: l.plan, Key: key, Cost: cost}, l.limits, err, nil)
-		return err
-	}
-	d.Allowed, d.Cost, d.Remaining, d.Lease = allowed, cost, remaining, lease
-	d.ResetAfter, d.EffectiveWindow = micros(reset), micros(window)
-	d.Limit = l.limits[0]
-	if allowed {
-		d.Delay, d.at = micros(wait), at
-	} else {
-		d.RetryAfter = micros(wait)
-	}
-	return nil
+// takeFailed is allowInto when its store's TakeBrief failed with err:
+// the failure policy decides, into d.
+func (l *Limiter) takeFailed(ctx context.Context, key string, cost int64, err error, d *Decision) error {
+	*d, err = l.failed(ctx, engine.Op{Plan: l.plan, Key: key, Cost: cost}, l.limits, err, nil)
+	return err
 }
 
 // Peek reports the state of key's limits without changing it: Allowed is

@@ -12,26 +12,33 @@ import "math/bits"
 
 // fast1 applies op (a Take or a Peek) to the one limit l at now, writes the
 // Result to res and returns keep, or reports false and changes nothing when
-// the fast path does not apply.
+// the fast path does not apply. The fast path's algorithms have no Delay
+// or Lease, and their keep is Reset. TakeOne dispatches a Take as fast1
+// does, its Result in registers.
 func fast1(op *Op, l *Limit, now int64, st *State, res *Result) (keep int64, ok bool) {
 	if op.Kind > Peek {
 		return 0, false
 	}
-	switch l.Algorithm {
+	var allowed bool
+	var remaining, reset, retry, window int64
+	switch take, c := op.Kind == Take, op.Cost; l.Algorithm {
 	case GCRA, TokenBucket:
 		if l.Wide {
-			return fastWide(op, l, now, st, res), true
+			allowed, remaining, reset, retry, window = fastWide(take, c, l, now, st)
+		} else if l.Algorithm == GCRA {
+			allowed, remaining, reset, retry, window = fastGCRA(take, c, l, now, st)
+		} else {
+			allowed, remaining, reset, retry, window = fastToken(take, c, l, now, st)
 		}
-		if l.Algorithm == GCRA {
-			return fastGCRA(op, l, now, st, res), true
-		}
-		return fastToken(op, l, now, st, res), true
 	case SlidingWindow:
-		return fastSliding(op, l, now, st, res), true
+		allowed, remaining, reset, retry, window = fastSliding(take, c, l, now, st)
 	case FixedWindow:
-		return fastFixed(op, l, now, st, res), true
+		allowed, remaining, reset, retry, window = fastFixed(take, c, l, now, st)
+	default:
+		return 0, false
 	}
-	return 0, false
+	*res = Result{Allowed: allowed, Remaining: remaining, Reset: reset, Retry: retry, Window: window}
+	return reset, true
 }
 
 // fastMulti is Step's fast path for a Take or a Peek on several limits,
@@ -106,7 +113,7 @@ func gcraStart(l *Limit, now int64, st *State) {
 
 // fastGCRA is the fast path of GCRA (gcra.go): TAT = A + B/Q, and the
 // debt Q·max(TAT − now, 0), capped.
-func fastGCRA(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+func fastGCRA(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
 	q, capa, p := l.Quota, l.Capacity, l.Period
 	gcraStart(l, now, st)
 	limit := DebtFactor * capa * p
@@ -116,37 +123,35 @@ func fastGCRA(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	if !over {
 		debt = int64(lo) + st.B
 	}
-	c := op.Cost
-	*res = Result{}
 	switch excess := debt + (c-capa)*p; {
 	case c > capa:
-		res.Retry = -1
+		retry = -1
 	case excess > 0:
-		res.Retry = ceilDiv(excess, q)
+		retry = ceilDiv(excess, q)
 	default:
-		res.Allowed = true
-		if op.Kind == Take && c > 0 && !over {
+		allowed = true
+		if take && c > 0 && !over {
 			debt = min(debt+c*p, limit)
 			st.A, st.B = now+floorDiv(debt, q), floorMod(debt, q)
 		}
 	}
 	rem := max(floorDiv(capa*p-debt, p), 0)
-	res.Remaining = rem
-	res.Reset = ceilDiv(debt, q)
+	remaining = rem
+	reset = ceilDiv(debt, q)
 	// The window: take rem, then when does one unit pass.
 	d2 := debt
 	if rem > 0 && !over {
 		d2 = min(debt+rem*p, limit)
 	}
 	if e := d2 + (1-capa)*p; e > 0 {
-		res.Window = ceilDiv(e, q)
+		window = ceilDiv(e, q)
 	}
-	return res.Reset
+	return allowed, remaining, reset, retry, window
 }
 
 // fastWide is the fast path of a wide GCRA or TokenBucket (wide.go):
 // fastGCRA's steps in 128 bits.
-func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+func fastWide(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
 	q, capa, p := l.Quota, l.Capacity, l.Period
 	gcraStart(l, now, st)
 	limit := mul128(DebtFactor*capa, p)
@@ -155,16 +160,14 @@ func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	if over {
 		debt = limit
 	}
-	c := op.Cost
-	*res = Result{}
 	took := false
 	if c > capa {
-		res.Retry = -1
+		retry = -1
 	} else if room := mul128(capa-c, p); room.less(debt) {
-		res.Retry = debt.minus(room).ceilDiv(q)
+		retry = debt.minus(room).ceilDiv(q)
 	} else {
-		res.Allowed = true
-		if op.Kind == Take && c > 0 && !over {
+		allowed = true
+		if take && c > 0 && !over {
 			if debt = debt.plus(mul128(c, p)); limit.less(debt) {
 				debt = limit
 			}
@@ -176,16 +179,16 @@ func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	if took {
 		st.A, st.B = now+dq, dr
 	}
-	res.Reset = dq
+	reset = dq
 	if dr != 0 {
-		res.Reset++
+		reset++
 	}
 	qp, rp := debt.divMod(p) // the units the debt holds: ⌈debt/P⌉
 	if rp != 0 {
 		qp++
 	}
 	rem := max(capa-qp, 0)
-	res.Remaining = rem
+	remaining = rem
 	// The window: take rem, then when does one unit pass. Taking rem > 0
 	// leaves the debt at capa·P less ⌈debt/P⌉·P − debt, under the cap, so
 	// one unit more exceeds (capa − 1)·P by debt mod P, or by P on a
@@ -195,16 +198,16 @@ func fastWide(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 		if rp != 0 {
 			e = rp
 		}
-		res.Window = ceilDiv(e, q)
+		window = ceilDiv(e, q)
 	} else if room := mul128(capa-1, p); room.less(debt) {
-		res.Window = debt.minus(room).ceilDiv(q)
+		window = debt.minus(room).ceilDiv(q)
 	}
-	return res.Reset
+	return allowed, remaining, reset, retry, window
 }
 
 // fastToken is the fast path of TokenBucket (tokenbucket.go): A = tokens ×
 // P, refilled Q per µs since B.
-func fastToken(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+func fastToken(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
 	q, capa, p := l.Quota, l.Capacity, l.Period
 	full := capa * p
 	if st.Ident != l.Ident {
@@ -219,38 +222,36 @@ func fastToken(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 		}
 		st.B = now
 	}
-	c := op.Cost
 	floor := full - DebtFactor*capa*p
-	*res = Result{}
 	switch {
 	case c > capa:
-		res.Retry = -1
+		retry = -1
 	case st.A < c*p:
-		res.Retry = st.B + ceilDiv(c*p-st.A, q) - now
+		retry = st.B + ceilDiv(c*p-st.A, q) - now
 	default:
-		res.Allowed = true
-		if op.Kind == Take && c > 0 {
+		allowed = true
+		if take && c > 0 {
 			st.A = max(st.A-c*p, floor)
 		}
 	}
 	rem := max(floorDiv(st.A, p), 0)
-	res.Remaining = rem
+	remaining = rem
 	if st.A < full {
-		res.Reset = st.B + ceilDiv(full-st.A, q) - now
+		reset = st.B + ceilDiv(full-st.A, q) - now
 	}
 	a2 := st.A
 	if rem > 0 {
 		a2 = max(st.A-rem*p, floor)
 	}
 	if a2 < p {
-		res.Window = st.B + ceilDiv(p-a2, q) - now
+		window = st.B + ceilDiv(p-a2, q) - now
 	}
-	return res.Reset
+	return allowed, remaining, reset, retry, window
 }
 
 // fastSliding is the fast path of SlidingWindow (slidingwindow.go): A = the
 // current window, B and C the previous and current counts.
-func fastSliding(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+func fastSliding(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
 	q, p, tt := l.Quota, l.Period, now
 	if st.Ident != l.Ident {
 		*st = State{Ident: l.Ident, A: floorDiv(tt, p), Log: st.Log[:0]}
@@ -270,46 +271,44 @@ func fastSliding(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	// The previous window's weight, rounded up: c passes when
 	// cur + c + w ≤ Q (slidingNeed), exact on a wide limit too.
 	w := slidingWeight(p, e, st.B)
-	c := op.Cost
-	*res = Result{}
 	switch {
 	case c > q:
-		res.Retry = -1
+		retry = -1
 	case st.C+c+w > q:
-		res.Retry = slidingWait(q, p, st.A, st.B, st.C, c) - now
+		retry = slidingWait(q, p, st.A, st.B, st.C, c) - now
 	default:
-		res.Allowed = true
-		if op.Kind == Take && c > 0 {
+		allowed = true
+		if take && c > 0 {
 			st.C = min(st.C+c, DebtFactor*q)
 		}
 	}
 	rem := max(q-st.C-w, 0)
-	res.Remaining = rem
+	remaining = rem
 	switch {
 	case st.C > 0:
-		res.Reset = (st.A+2)*p - now
+		reset = (st.A+2)*p - now
 	case st.B > 0:
-		res.Reset = (st.A+1)*p - now
+		reset = (st.A+1)*p - now
 	}
 	c2 := st.C
 	if rem > 0 {
 		c2 = min(st.C+rem, DebtFactor*q)
 	}
 	if c2+1+w > q {
-		if res.Allowed || c != 1 {
-			res.Window = slidingWait(q, p, st.A, st.B, c2, 1) - now
+		if allowed || c != 1 {
+			window = slidingWait(q, p, st.A, st.B, c2, 1) - now
 		} else {
 			// Denied a unit: nothing was charged, so rem is 0 and c2 the
 			// count Retry, the wait of that unit, was computed on.
-			res.Window = res.Retry
+			window = retry
 		}
 	}
-	return res.Reset
+	return allowed, remaining, reset, retry, window
 }
 
 // fastFixed is the fast path of FixedWindow (fixedwindow.go): A = the
 // window, B its count.
-func fastFixed(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
+func fastFixed(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
 	q, p := l.Quota, l.Period
 	if st.Ident != l.Ident {
 		*st = State{Ident: l.Ident, A: floorDiv(now, p), Log: st.Log[:0]}
@@ -317,23 +316,21 @@ func fastFixed(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	if now >= (st.A+1)*p {
 		st.A, st.B = floorDiv(now, p), 0
 	}
-	c := op.Cost
 	end := (st.A+1)*p - now
-	*res = Result{}
 	switch {
 	case c > q:
-		res.Retry = -1
+		retry = -1
 	case st.B+c > q:
-		res.Retry = end
+		retry = end
 	default:
-		res.Allowed = true
-		if op.Kind == Take && c > 0 {
+		allowed = true
+		if take && c > 0 {
 			st.B = min(st.B+c, DebtFactor*q)
 		}
 	}
-	res.Remaining, res.Window = q, end
+	remaining, window = q, end
 	if st.B != 0 {
-		res.Remaining, res.Reset = max(q-st.B, 0), end
+		remaining, reset = max(q-st.B, 0), end
 	}
-	return res.Reset
+	return allowed, remaining, reset, retry, window
 }

@@ -300,56 +300,37 @@ func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (
 	}
 	keep, err := engine.Step(op, now, e.states(), res)
 	if err == nil { // else nothing changed
-		e.settleQuick(sh, op.Plan, now, keep)
+		e.settleQuick(sh, now, keep)
 	}
 	e.mu.Unlock()
 	return true, err
 }
 
-// settleQuick settles e, of plan, after quick's operation at now left it
-// to be kept keep µs more (see quick). e.mu is held, and still is after.
-func (e *entry) settleQuick(sh *shard, plan *engine.Plan, now, keep int64) {
-	switch until := now + keep; {
-	case keep > 0 && until >= e.expires:
-		e.expires = until
+// settleQuick settles e after quick's operation at now left it to be kept
+// keep µs more (see quick). e.mu is held, and still is after.
+func (e *entry) settleQuick(sh *shard, now, keep int64) {
+	if keep > 0 && now+keep >= e.expires {
+		e.expires = now + keep // nearly always, and small enough to be inlined
+	} else {
+		e.settleShard(sh, now, keep)
+	}
+}
+
+// settleShard is settleQuick when e is to go, or to expire sooner: that
+// needs the shard's lock.
+func (e *entry) settleShard(sh *shard, now, keep int64) {
+	switch {
 	case sh.mu.TryLock(): // never waits: the shard's lock comes first elsewhere
 		e.settle(sh, now, keep)
 		sh.mu.Unlock()
 	default:
+		plan := e.plan // the operation's: quick's caller checked it under e.mu
 		e.mu.Unlock()
 		sh.mu.Lock()
 		e.mu.Lock()
 		e.settleLate(sh, plan, now)
 		sh.mu.Unlock()
 	}
-}
-
-// takeOne is apply for a Take of cost on plan, as TakeBrief asks it.
-// On a plan of one limit without a log, a key stored as it is and a valid
-// cost, which is nearly every decision of a Limiter, it is quick without
-// the Op and the checks apply and Step make of any operation; a key it
-// does not find so goes under the shard's lock with the time, hash and
-// shard it has (applyLocked). Any other Take goes through apply.
-func (s *Store) takeOne(plan *engine.Plan, key string, cost int64, res *engine.Result) error {
-	if plan == nil || len(plan.Limits) != 1 || plan.Limits[0].Algorithm.Logs() || key == "" || len(key) > s.maxKeyLen || cost < 0 || s.closed.Load() {
-		op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
-		return s.apply(&op, res)
-	}
-	now := s.now()
-	h := maphash.String(s.seed, key)
-	sh := &s.shards[h&s.mask]
-	if e := sh.t.get(h, key); e != nil && !e.hashed { // as quick does
-		e.mu.Lock()
-		if !e.dead && e.plan == plan {
-			keep := engine.TakeOne(plan, cost, now, &e.states()[0], res)
-			e.settleQuick(sh, plan, now, keep)
-			e.mu.Unlock()
-			return nil
-		}
-		e.mu.Unlock()
-	}
-	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
-	return s.applyLocked(sh, h, key, false, &op, now, res)
 }
 
 // quickPlan reports whether an operation of plan may take quick's path:
@@ -394,16 +375,44 @@ func (s *Store) Take(ctx context.Context, plan *engine.Plan, key string, cost in
 
 // TakeBrief is Take with the Brief's fields returned one by one, in
 // registers (see core.Store): a core.Limiter of one limit calls it.
+//
+// On a plan of one limit without a log, a key stored as it is and a valid
+// cost, which is nearly every decision of a Limiter, it is quick's path
+// without the Op, the Result and the checks apply and Step make of any
+// operation: engine.TakeOne returns the numbers in registers. A key it
+// does not find so goes under the shard's lock with the time, hash and
+// shard it has (applyLocked). Any other Take goes through apply.
 func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, cost int64) (allowed bool, remaining, reset, wait, window, lease, at int64, err error) {
-	var res engine.Result
-	err = s.takeOne(plan, key, cost, &res)
-	// engine.BriefOf's fields, read from res: a Brief made here would be
-	// copied through memory, and the copy would stall on it.
-	wait = res.Retry
-	if res.Allowed {
-		wait = res.Delay
+	if plan == nil || len(plan.Limits) != 1 || plan.Limits[0].Algorithm.Logs() || key == "" || len(key) > s.maxKeyLen || cost < 0 || s.closed.Load() {
+		op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
+		var res engine.Result
+		err = s.apply(&op, &res)
+		return brief(&res, err)
 	}
-	return res.Allowed, res.Remaining, res.Reset, wait, res.Window, res.Lease, res.At, err
+	now := s.now()
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h&s.mask]
+	if e := sh.t.get(h, key); e != nil && !e.hashed { // as quick does
+		e.mu.Lock()
+		if !e.dead && e.plan == plan {
+			var keep int64
+			allowed, remaining, reset, wait, window, lease, keep = engine.TakeOne(plan, cost, now, &e.states()[0])
+			e.settleQuick(sh, now, keep)
+			e.mu.Unlock()
+			return allowed, remaining, reset, wait, window, lease, now, nil
+		}
+		e.mu.Unlock()
+	}
+	op := engine.Op{Plan: plan, Key: key, Kind: engine.Take, Cost: cost}
+	var res engine.Result
+	err = s.applyLocked(sh, h, key, false, &op, now, &res)
+	return brief(&res, err)
+}
+
+// brief returns TakeBrief's results of res and err.
+func brief(res *engine.Result, err error) (allowed bool, remaining, reset, wait, window, lease, at int64, _ error) {
+	b := engine.BriefOf(res)
+	return b.Allowed, b.Remaining, b.Reset, b.Wait, b.Window, b.Lease, b.At, err
 }
 
 // remove unlinks e from its key's chain and the heap, and marks it dead
@@ -720,10 +729,13 @@ func (sh *shard) down(i int) {
 // now returns the store's time in Unix µs.
 func (s *Store) now() int64 {
 	if s.clock != nil {
-		return s.clock.Now().UnixMicro()
+		return s.clockNow() // apart, so that now is inlined
 	}
 	return s.baseMicro + int64(time.Since(s.base)/time.Microsecond)
 }
+
+// clockNow returns the time of the store's WithClock in Unix µs.
+func (s *Store) clockNow() int64 { return s.clock.Now().UnixMicro() }
 
 // Len returns the number of live keys (a key used by Limiters of several
 // scopes counts once per scope), expired ones not yet swept included.
