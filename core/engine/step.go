@@ -304,8 +304,8 @@ func TakeOne(plan *Plan, cost, now int64, st *State) (allowed bool, remaining, r
 	return takeSlow(plan, cost, now, st)
 }
 
-// takeSlow is TakeOne through the general path, apart so that TakeOne is
-// inlined in its caller.
+// takeSlow is TakeOne through the general path, apart so that TakeOne's
+// frame holds no Op or Result.
 func takeSlow(plan *Plan, cost, now int64, st *State) (allowed bool, remaining, reset, wait, window, lease, keep int64) {
 	var res Result
 	keep = slow1(&Op{Plan: plan, Kind: Take, Cost: cost}, &plan.Limits[0], now, st, &res)

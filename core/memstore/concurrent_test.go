@@ -15,7 +15,7 @@ import (
 )
 
 // Decisions on existing keys take only their entry's lock (entry.quick,
-// and takeOne for half the workers' Takes of one limit), beside operations that take the shard's: keys created, reset (removed),
+// and TakeBrief for half the workers' Takes of one limit), beside operations that take the shard's: keys created, reset (removed),
 // extended in other scopes, laid out for another plan (a Peek of another
 // plan in the same scope moves the states) and swept, all at once. Every
 // key still admits exactly its limit, in each of its three scopes (one of
@@ -46,7 +46,7 @@ func TestConcurrentDecisionsStayExact(t *testing.T) {
 					key := fmt.Sprint("k", k)
 					var ok bool
 					var err error
-					if w%2 == 1 && len(p.Limits) == 1 { // a Limiter's path (takeOne) beside Apply's
+					if w%2 == 1 && len(p.Limits) == 1 { // a Limiter's path (TakeBrief) beside Apply's
 						ok, _, _, _, _, _, _, err = s.TakeBrief(context.Background(), p, key, 1)
 					} else {
 						var res engine.Result
@@ -134,7 +134,7 @@ func decideBesideEvictions(t *testing.T, limits []core.Limit) {
 					key = fmt.Sprint("flood", w, ":", i) // new keys: evictions
 				}
 				var err error
-				if w%2 == 1 && len(limits) == 1 { // the flood through a Limiter's path: takeOne's misses
+				if w%2 == 1 && len(limits) == 1 { // the flood through a Limiter's path: TakeBrief's misses
 					_, _, _, _, _, _, _, err = s.TakeBrief(context.Background(), lim, key, 1)
 				} else {
 					_, err = s.Apply(context.Background(), engine.Op{Plan: lim, Key: key, Cost: 1})

@@ -673,8 +673,8 @@ type countingClock struct{ reads int }
 func (c *countingClock) Now() time.Time { c.reads++; return epoch }
 
 // A Take through TakeBrief, a Limiter's path, reads the clock once, for a
-// key that exists and for one it creates (where takeOne hands the time it
-// read to apply), and answers a plan it cannot decide with apply's error.
+// key that exists and for one it creates (where TakeBrief hands the time it
+// read to applyLocked), and answers a plan it cannot decide with apply's error.
 func TestTakeBriefReadsTheClockOnce(t *testing.T) {
 	c := &countingClock{}
 	s := New(WithSweepInterval(0), WithClock(c))
