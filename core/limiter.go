@@ -55,7 +55,7 @@ type Limiter struct {
 	// observer or deny cache.
 	direct bool
 	// taker is the store when l.direct, l has one limit and the store
-	// has a Take (see Store); nil otherwise.
+	// has a TakeBrief (see Store); nil otherwise.
 	taker taker
 	// lends is set when the store is InProcess and a
 	// storeflags.OnceApplier: an op of several limits then brings the
@@ -295,17 +295,20 @@ func (l *Limiter) AllowN(ctx context.Context, key string, cost int64) (d Decisio
 //
 // With a taker (one limit, straight to an in-process store), it decides
 // through the store's TakeBrief itself, a level of calls fewer than
-// take's: its last lines are decide's, written out for the fields the
-// store returns in registers. A helper shared with decide is not inlined,
-// and its call cost 6% of a decision; an engine.Brief (seven words, more
-// than the compiler keeps in registers) would be spilled and copied, and
-// the copy stalls on reading back the spill.
-// TestTheDirectPathDecidesAsTheGeneralOne holds the two to the same
-// Decisions, errors and every algorithm included.
+// through take: its lines after the call are decide's, written out for
+// the fields the store returns in registers. A helper shared with decide
+// is not inlined, and its call cost 6% of a decision; an engine.Brief
+// (seven words, more than the compiler keeps in registers) would be
+// spilled and copied, and the copy stalls on reading back the spill.
+// TestTheDirectPathDecidesAsTheGeneralOne holds this path to a Limiter's
+// general one (l.do): the same Decisions, errors and every algorithm
+// included.
 func (l *Limiter) allowInto(ctx context.Context, key string, cost int64, d *Decision) (err error) {
 	switch {
 	case l.taker != nil:
-		allowed, remaining, reset, wait, window, lease, at, err := l.taker.TakeBrief(ctx, l.plan, key, cost)
+		var allowed bool
+		var remaining, reset, wait, window, lease, at int64
+		allowed, remaining, reset, wait, window, lease, at, err = l.taker.TakeBrief(ctx, l.plan, key, cost)
 		if err != nil {
 			return l.takeFailed(ctx, key, cost, err, d)
 		}

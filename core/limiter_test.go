@@ -300,7 +300,7 @@ func TestNewRejectsDuplicateNamesAndSaysWhy(t *testing.T) {
 
 // A Limiter with one set of limits on an in-process store, no clock, no
 // observer and no deny cache takes a shorter path for Allow and AllowN
-// (through the store's Take for one limit, memstore's): it decides as the
+// (through the store's TakeBrief for one limit, memstore's): it decides as the
 // general path does, errors included. Here the store's clock and the other
 // Limiter's clock are one manual clock.
 func TestTheDirectPathDecidesAsTheGeneralOne(t *testing.T) {

@@ -8,7 +8,10 @@ import "math/bits"
 // the same states as the general path (first, second, report, window),
 // which randomized tests in fast_internal_test.go hold it to, but computes
 // each limit's usage once, with the algorithm known, instead of once per
-// step through a switch. Step takes it when it applies.
+// step through a switch. Step takes it when it applies, and TakeOne for a
+// Take of one limit. Each algorithm's function returns the Result's
+// numbers in registers (the fast path's algorithms have no Delay or
+// Lease); fast1 writes them to a Result.
 
 // fast1 applies op (a Take or a Peek) to the one limit l at now, writes the
 // Result to res and returns keep, or reports false and changes nothing when

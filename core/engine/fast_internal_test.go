@@ -189,19 +189,30 @@ func cloneAll(states []State) []State {
 	return c
 }
 
-// TakeOne decides a Take as Step does, on every algorithm: the Result's
-// Brief (its time included), keep and state, over random traces whose costs
-// pass and fail, with a clock that steps back.
+// TakeOne decides a Take as Step does, on every algorithm, wide GCRA and
+// TokenBucket limits included: the Result's Brief (but its time, which the
+// caller sets: TakeOne's Take is at now), keep and state, over random
+// traces whose costs pass and fail, with a clock that steps back.
 func TestTakeOneEqualsStep(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
+	var specs []Spec
 	for a := range numAlgorithms {
 		spec := Spec{Algorithm: Algorithm(a), Quota: []int64{1, 5, 1000, 1 << 40}[a%4], Period: time.Second}
 		if spec.Algorithm == Concurrency {
 			spec.Quota = 3 // at most MaxInFlight
 		}
+		specs = append(specs, spec)
+	}
+	for _, a := range []Algorithm{GCRA, TokenBucket} {
+		specs = append(specs, Spec{Algorithm: a, Quota: 1 << 40, Period: 370 * 24 * time.Hour}) // Capacity × Period past 2^63
+	}
+	for i, spec := range specs {
 		l, err := Compile(spec)
 		if err != nil {
 			t.Fatalf("Compile(%+v): %v", spec, err)
+		}
+		if wantWide := i >= int(numAlgorithms); l.Wide != wantWide {
+			t.Fatalf("Compile(%+v).Wide = %v, want %v", spec, l.Wide, wantWide)
 		}
 		plan, _ := NewPlan("", []Limit{l})
 		var stepSt, oneSt State

@@ -281,27 +281,28 @@ func leaseOf(st *State, now int64) int64 { return max(now, st.B+1) }
 // without its Op and Result (and a level of calls: 2% of a decision);
 // TestTakeOneEqualsStep holds the two to the same results.
 func TakeOne(plan *Plan, cost, now int64, st *State) (allowed bool, remaining, reset, wait, window, lease, keep int64) {
-	l := &plan.Limits[0]
-	if fastPath {
-		switch l.Algorithm {
-		case GCRA, TokenBucket:
-			if l.Wide {
-				allowed, remaining, reset, wait, window = fastWide(true, cost, l, now, st)
-			} else if l.Algorithm == GCRA {
-				allowed, remaining, reset, wait, window = fastGCRA(true, cost, l, now, st)
-			} else {
-				allowed, remaining, reset, wait, window = fastToken(true, cost, l, now, st)
-			}
-			return allowed, remaining, reset, wait, window, 0, reset // Retry is 0 when allowed, as Delay is here
-		case SlidingWindow:
-			allowed, remaining, reset, wait, window = fastSliding(true, cost, l, now, st)
-			return allowed, remaining, reset, wait, window, 0, reset
-		case FixedWindow:
-			allowed, remaining, reset, wait, window = fastFixed(true, cost, l, now, st)
-			return allowed, remaining, reset, wait, window, 0, reset
-		}
+	if !fastPath {
+		return takeSlow(plan, cost, now, st)
 	}
-	return takeSlow(plan, cost, now, st)
+	switch l := &plan.Limits[0]; l.Algorithm {
+	case GCRA, TokenBucket:
+		if l.Wide {
+			allowed, remaining, reset, wait, window = fastWide(true, cost, l, now, st)
+		} else if l.Algorithm == GCRA {
+			allowed, remaining, reset, wait, window = fastGCRA(true, cost, l, now, st)
+		} else {
+			allowed, remaining, reset, wait, window = fastToken(true, cost, l, now, st)
+		}
+	case SlidingWindow:
+		allowed, remaining, reset, wait, window = fastSliding(true, cost, l, now, st)
+	case FixedWindow:
+		allowed, remaining, reset, wait, window = fastFixed(true, cost, l, now, st)
+	default:
+		return takeSlow(plan, cost, now, st)
+	}
+	// wait is Retry, 0 when allowed, as Delay is on these algorithms; and
+	// so is Lease.
+	return allowed, remaining, reset, wait, window, 0, reset
 }
 
 // takeSlow is TakeOne through the general path, apart so that TakeOne's
@@ -309,11 +310,8 @@ func TakeOne(plan *Plan, cost, now int64, st *State) (allowed bool, remaining, r
 func takeSlow(plan *Plan, cost, now int64, st *State) (allowed bool, remaining, reset, wait, window, lease, keep int64) {
 	var res Result
 	keep = slow1(&Op{Plan: plan, Kind: Take, Cost: cost}, &plan.Limits[0], now, st, &res)
-	wait = res.Retry
-	if res.Allowed {
-		wait = res.Delay
-	}
-	return res.Allowed, res.Remaining, res.Reset, wait, res.Window, res.Lease, keep
+	b := BriefOf(&res)
+	return b.Allowed, b.Remaining, b.Reset, b.Wait, b.Window, b.Lease, keep
 }
 
 // step1 is Step for a single limit, without the bookkeeping of several.

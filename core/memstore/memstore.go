@@ -306,8 +306,9 @@ func (e *entry) quick(sh *shard, op *engine.Op, now int64, res *engine.Result) (
 	return true, err
 }
 
-// settleQuick settles e after quick's operation at now left it to be kept
-// keep µs more (see quick). e.mu is held, and still is after.
+// settleQuick settles e after an operation of quick or TakeBrief at now
+// left it to be kept keep µs more (see quick). e.mu is held, and still is
+// after.
 func (e *entry) settleQuick(sh *shard, now, keep int64) {
 	if keep > 0 && now+keep >= e.expires {
 		e.expires = now + keep // nearly always, and small enough to be inlined
@@ -324,7 +325,7 @@ func (e *entry) settleShard(sh *shard, now, keep int64) {
 		e.settle(sh, now, keep)
 		sh.mu.Unlock()
 	default:
-		plan := e.plan // the operation's: quick's caller checked it under e.mu
+		plan := e.plan // the operation's: quick or TakeBrief checked it under e.mu, held since
 		e.mu.Unlock()
 		sh.mu.Lock()
 		e.mu.Lock()
@@ -729,13 +730,10 @@ func (sh *shard) down(i int) {
 // now returns the store's time in Unix µs.
 func (s *Store) now() int64 {
 	if s.clock != nil {
-		return s.clockNow() // apart, so that now is inlined
+		return s.clock.Now().UnixMicro()
 	}
 	return s.baseMicro + int64(time.Since(s.base)/time.Microsecond)
 }
-
-// clockNow returns the time of the store's WithClock in Unix µs.
-func (s *Store) clockNow() int64 { return s.clock.Now().UnixMicro() }
 
 // Len returns the number of live keys (a key used by Limiters of several
 // scopes counts once per scope), expired ones not yet swept included.
