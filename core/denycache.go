@@ -111,7 +111,7 @@ func newDenyCache(c DenyCache) *denyCache {
 }
 
 func (dc *denyCache) shard(key string) *denyShard {
-	return &dc.shards[maphash.String(dc.seed, key)%denyShards]
+	return &dc.shards[maphash.Comparable(dc.seed, key)%denyShards] // maphash.String in one call fewer
 }
 
 // now returns the time by clock, or the system's when it is nil.

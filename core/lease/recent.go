@@ -50,7 +50,7 @@ func newRecent(maxKeys int, within int64) *recent {
 // again records that key was asked about under plan at local µs now, and
 // reports whether it was asked about before, within the filter's span.
 func (r *recent) again(plan *engine.Plan, key string, now int64) bool {
-	h := maphash.String(r.seed, key) ^ plan.ID*0x9e3779b97f4a7c15
+	h := maphash.Comparable(r.seed, key) ^ plan.ID*0x9e3779b97f4a7c15 // maphash.String in one call fewer
 	slot := &r.slots[h&r.mask]
 	fp := h >> timeBits
 	t := uint64(now) & timeMask

