@@ -16,6 +16,10 @@
 //     over 100k keys; each allowed under a limit of 1e8/s and of 1e9/hour,
 //     whose Burst × Period passes 2^47 µs, and denied under 1/hour and
 //     5/s), reporting cpu-ns/op besides ns/op (cputime_*_test.go).
+//   - paired_test.go: BenchmarkMemoryPaired, BenchmarkMemory's cases with
+//     the libraries taking turns in batches of 10,000 decisions, so that a
+//     busy machine's slow and fast stretches fall on all of them alike;
+//     it reports each library's ns/op and the fastest peer's ÷ Tollgate's.
 //   - peers_test.go, tollgate_test.go: each library set up the way its
 //     users write it.
 //   - keys_test.go: key sets, checked to be distinct.
