@@ -1,6 +1,10 @@
 package memstore
 
-import "sync/atomic"
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+)
 
 // A table maps a shard's keys to their entries (the head of each key's
 // chain of scopes). It is an open-addressing hash table with linear
@@ -64,11 +68,28 @@ func (t *table) get(h uint64, key string) *entry {
 		if e == nil {
 			return nil
 		}
-		if s.h.Load() == h && e.key == key {
+		if s.h.Load() == h && sameKey(e.key, key) {
 			return e
 		}
 	}
 	return nil
+}
+
+// sameKey reports whether a == b. Keys of 8 to 16 bytes, most of them (an
+// IPv4 address, a short identifier), are compared as two 8-byte words
+// that overlap, in line: a string comparison calls the runtime's, about
+// 30 instructions of a lookup's.
+func sameKey(a, b string) bool {
+	n := len(a)
+	if n != len(b) {
+		return false
+	}
+	if n < 8 || n > 16 {
+		return a == b
+	}
+	x, y := unsafe.Slice(unsafe.StringData(a), n), unsafe.Slice(unsafe.StringData(b), n)
+	return binary.LittleEndian.Uint64(x) == binary.LittleEndian.Uint64(y) &&
+		binary.LittleEndian.Uint64(x[n-8:]) == binary.LittleEndian.Uint64(y[n-8:])
 }
 
 // set makes e the entry of its key, e.key, of hash h, adding the key if it

@@ -108,3 +108,28 @@ func (t *table) size() int {
 	}
 	return 0
 }
+
+// sameKey is string equality, for keys of every length around its words'
+// (0 to 40 bytes), equal or differing in any one byte, or in length.
+func TestSameKeyIsEquality(t *testing.T) {
+	for n := range 41 {
+		a := make([]byte, n)
+		for i := range a {
+			a[i] = byte('a' + i%26)
+		}
+		key := string(a)
+		if !sameKey(key, string(a)) { // equal bytes in other memory
+			t.Errorf("sameKey(%q, a copy) = false", key)
+		}
+		for i := range n {
+			b := append([]byte(nil), a...)
+			b[i] ^= 0x80
+			if sameKey(key, string(b)) {
+				t.Errorf("sameKey(%q, %q) = true, they differ at byte %d", key, b, i)
+			}
+		}
+		if n > 0 && sameKey(key, key[:n-1]) {
+			t.Errorf("sameKey(%q, %q) = true, their lengths differ", key, key[:n-1])
+		}
+	}
+}
