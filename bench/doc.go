@@ -19,7 +19,8 @@
 //   - paired_test.go: BenchmarkMemoryPaired, BenchmarkMemory's cases with
 //     the libraries taking turns in batches of 10,000 decisions, so that a
 //     busy machine's slow and fast stretches fall on all of them alike;
-//     it reports each library's ns/op and the fastest peer's ÷ Tollgate's.
+//     it reports each library's ns/op (wall time only) and the fastest
+//     peer's ÷ Tollgate's.
 //   - peers_test.go, tollgate_test.go: each library set up the way its
 //     users write it.
 //   - keys_test.go: key sets, checked to be distinct.

@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -216,7 +215,7 @@ func settlesWhenBusy(t *testing.T, limits []core.Limit) {
 	for _, l := range res.Limits {
 		full = max(full, l.Reset)
 	}
-	e := s2.shards[0].t.get(maphash.String(s2.seed, "k"), "k")
+	e := s2.shards[0].t.get(hashKey(s2.seed, "k"), "k")
 	if want := t0 + full; e == nil || e.expires != want {
 		t.Errorf("after the Refund the key expires at %v, want %d (its time to full)", e, want)
 	}

@@ -75,10 +75,10 @@ func (t *table) get(h uint64, key string) *entry {
 	return nil
 }
 
-// sameKey reports whether a == b. Keys of 8 to 16 bytes, most of them (an
-// IPv4 address, a short identifier), are compared as two 8-byte words
-// that overlap, in line: a string comparison calls the runtime's, about
-// 30 instructions of a lookup's.
+// sameKey reports whether a == b. Keys of 8 to 16 bytes, most of them
+// (an IPv4 address but the shortest, a short identifier), are compared as
+// two 8-byte words that overlap, in line: a string comparison calls the
+// runtime's, about 30 instructions of a lookup's.
 func sameKey(a, b string) bool {
 	n := len(a)
 	if n != len(b) {
