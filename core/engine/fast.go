@@ -130,24 +130,25 @@ func fastGCRA(take bool, c int64, l *Limit, now int64, st *State) (allowed bool,
 	case c > capa:
 		retry = -1
 	case excess > 0:
-		retry = ceilDiv(excess, q)
+		retry = ceilPos(excess, q)
 	default:
 		allowed = true
 		if take && c > 0 && !over {
 			debt = min(debt+c*p, limit)
-			st.A, st.B = now+floorDiv(debt, q), floorMod(debt, q)
+			dq, dr := divPos(debt, q) // debt ≥ 0: TAT ≥ now, 0 ≤ B < Q
+			st.A, st.B = now+dq, dr
 		}
 	}
-	rem := max(floorDiv(capa*p-debt, p), 0)
+	rem := unitsIn(capa*p-debt, p)
 	remaining = rem
-	reset = ceilDiv(debt, q)
+	reset = ceilPos(debt, q)
 	// The window: take rem, then when does one unit pass.
 	d2 := debt
 	if rem > 0 && !over {
 		d2 = min(debt+rem*p, limit)
 	}
 	if e := d2 + (1-capa)*p; e > 0 {
-		window = ceilDiv(e, q)
+		window = ceilPos(e, q)
 	}
 	return allowed, remaining, reset, retry, window
 }
@@ -230,24 +231,24 @@ func fastToken(take bool, c int64, l *Limit, now int64, st *State) (allowed bool
 	case c > capa:
 		retry = -1
 	case st.A < c*p:
-		retry = st.B + ceilDiv(c*p-st.A, q) - now
+		retry = st.B + ceilPos(c*p-st.A, q) - now
 	default:
 		allowed = true
 		if take && c > 0 {
 			st.A = max(st.A-c*p, floor)
 		}
 	}
-	rem := max(floorDiv(st.A, p), 0)
+	rem := unitsIn(st.A, p)
 	remaining = rem
 	if st.A < full {
-		reset = st.B + ceilDiv(full-st.A, q) - now
+		reset = st.B + ceilPos(full-st.A, q) - now
 	}
 	a2 := st.A
 	if rem > 0 {
 		a2 = max(st.A-rem*p, floor)
 	}
 	if a2 < p {
-		window = st.B + ceilDiv(p-a2, q) - now
+		window = st.B + ceilPos(p-a2, q) - now
 	}
 	return allowed, remaining, reset, retry, window
 }
