@@ -139,13 +139,12 @@ func fastGCRA(take bool, c int64, l *Limit, now int64, st *State) (allowed bool,
 			st.A, st.B = now+dq, dr
 		}
 	}
-	rem := unitsIn(capa*p-debt, p)
-	remaining = rem
+	remaining = unitsIn(capa*p-debt, p)
 	reset = ceilPos(debt, q)
-	// The window: take rem, then when does one unit pass.
+	// The window: take what remains, then when does one unit pass.
 	d2 := debt
-	if rem > 0 && !over {
-		d2 = min(debt+rem*p, limit)
+	if remaining > 0 && !over {
+		d2 = min(debt+remaining*p, limit)
 	}
 	if e := d2 + (1-capa)*p; e > 0 {
 		window = ceilPos(e, q)
@@ -191,13 +190,12 @@ func fastWide(take bool, c int64, l *Limit, now int64, st *State) (allowed bool,
 	if rp != 0 {
 		qp++
 	}
-	rem := max(capa-qp, 0)
-	remaining = rem
-	// The window: take rem, then when does one unit pass. Taking rem > 0
-	// leaves the debt at capa·P less ⌈debt/P⌉·P − debt, under the cap, so
-	// one unit more exceeds (capa − 1)·P by debt mod P, or by P on a
-	// multiple of P: a division of 64 bits.
-	if rem > 0 {
+	remaining = max(capa-qp, 0)
+	// The window: take what remains, then when does one unit pass. Taking
+	// remaining > 0 leaves the debt at capa·P less ⌈debt/P⌉·P − debt,
+	// under the cap, so one unit more exceeds (capa − 1)·P by debt mod P,
+	// or by P on a multiple of P: a division of 64 bits.
+	if remaining > 0 {
 		e := p
 		if rp != 0 {
 			e = rp
@@ -238,14 +236,13 @@ func fastToken(take bool, c int64, l *Limit, now int64, st *State) (allowed bool
 			st.A = max(st.A-c*p, floor)
 		}
 	}
-	rem := unitsIn(st.A, p)
-	remaining = rem
+	remaining = unitsIn(st.A, p)
 	if st.A < full {
 		reset = st.B + ceilPos(full-st.A, q) - now
 	}
 	a2 := st.A
-	if rem > 0 {
-		a2 = max(st.A-rem*p, floor)
+	if remaining > 0 {
+		a2 = max(st.A-remaining*p, floor)
 	}
 	if a2 < p {
 		window = st.B + ceilPos(p-a2, q) - now
@@ -286,8 +283,7 @@ func fastSliding(take bool, c int64, l *Limit, now int64, st *State) (allowed bo
 			st.C = min(st.C+c, DebtFactor*q)
 		}
 	}
-	rem := max(q-st.C-w, 0)
-	remaining = rem
+	remaining = max(q-st.C-w, 0)
 	switch {
 	case st.C > 0:
 		reset = (st.A+2)*p - now
@@ -295,15 +291,15 @@ func fastSliding(take bool, c int64, l *Limit, now int64, st *State) (allowed bo
 		reset = (st.A+1)*p - now
 	}
 	c2 := st.C
-	if rem > 0 {
-		c2 = min(st.C+rem, DebtFactor*q)
+	if remaining > 0 {
+		c2 = min(st.C+remaining, DebtFactor*q)
 	}
 	if c2+1+w > q {
 		if allowed || c != 1 {
 			window = slidingWait(q, p, st.A, st.B, c2, 1) - now
 		} else {
-			// Denied a unit: nothing was charged, so rem is 0 and c2 the
-			// count Retry, the wait of that unit, was computed on.
+			// Denied a unit: nothing was charged, so remaining is 0 and
+			// c2 the count Retry, the wait of that unit, was computed on.
 			window = retry
 		}
 	}

@@ -278,8 +278,8 @@ func leaseOf(st *State, now int64) int64 { return max(now, st.B+1) }
 // Brief's fields (Wait is Retry when denied, Delay when allowed; the
 // Result's At is now) and keep, in registers: a Result written to memory
 // would only be read back. It dispatches to the fast path as fast1 does,
-// without its Op and Result (and a level of calls: 2% of a decision);
-// TestTakeOneEqualsStep holds the two to the same results.
+// with a switch of its own rather than a function both call (a level of
+// calls: 2% of a decision); TestTakeOneEqualsStep holds it to Step.
 func TakeOne(plan *Plan, cost, now int64, st *State) (allowed bool, remaining, reset, wait, window, lease, keep int64) {
 	if !fastPath {
 		return takeSlow(plan, cost, now, st)
