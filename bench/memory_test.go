@@ -87,13 +87,7 @@ func runCases(b *testing.B, cases []memCase, libs []library) {
 			for _, lib := range libs {
 				b.Run("lib="+lib.name, func(b *testing.B) {
 					b.ReportAllocs()
-					d := lib.new(b, c.scenario)
-					for range c.scenario.warmups() {
-						warm(b, d, c.keys)
-					}
-					if n, ok := d.(counter); ok && n.entries() != len(c.keys) {
-						b.Fatalf("%s holds %d keys after warming up %d distinct ones", lib.name, n.entries(), len(c.keys))
-					}
+					d := warmed(b, lib, c)
 					// Ask with equal keys in fresh memory, as a server does
 					// with each request's key: a store that keeps the
 					// caller's string would otherwise find its stored key
@@ -114,6 +108,20 @@ func runCases(b *testing.B, cases []memCase, libs []library) {
 			}
 		})
 	}
+}
+
+// warmed returns lib's decider for c's scenario, its keys warmed, and
+// checks that it holds one entry per key where it can say.
+func warmed(b *testing.B, lib library, c memCase) decider {
+	b.Helper()
+	d := lib.new(b, c.scenario)
+	for range c.scenario.warmups() {
+		warm(b, d, c.keys)
+	}
+	if n, ok := d.(counter); ok && n.entries() != len(c.keys) {
+		b.Fatalf("%s holds %d keys after warming up %d distinct ones", lib.name, n.entries(), len(c.keys))
+	}
+	return d
 }
 
 // warm makes one decision on every key, so that each exists in the store

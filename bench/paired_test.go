@@ -46,13 +46,7 @@ func BenchmarkMemoryPaired(b *testing.B) {
 		b.Run("case="+c.name, func(b *testing.B) {
 			ds := make([]decider, len(libs))
 			for i, lib := range libs {
-				ds[i] = lib.new(b, c.scenario)
-				for range c.scenario.warmups() {
-					warm(b, ds[i], c.keys)
-				}
-				if n, ok := ds[i].(counter); ok && n.entries() != len(c.keys) {
-					b.Fatalf("%s holds %d keys after warming up %d distinct ones", lib.name, n.entries(), len(c.keys))
-				}
+				ds[i] = warmed(b, lib, c)
 			}
 			keys := cloneKeys(c.keys) // equal keys in fresh memory, as runCases asks
 			want := c.scenario.allowed()
