@@ -78,7 +78,8 @@ func (t *table) get(h uint64, key string) *entry {
 // sameKey reports whether a == b. Keys of 8 to 16 bytes, most of them
 // (an IPv4 address but the shortest, a short identifier), are compared as
 // two 8-byte words that overlap, in line: a string comparison calls the
-// runtime's, about 30 instructions of a lookup's.
+// runtime's memequal, 26 instructions a lookup on such a key, and the
+// call's own.
 func sameKey(a, b string) bool {
 	n := len(a)
 	if n != len(b) {
