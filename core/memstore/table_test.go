@@ -4,6 +4,7 @@ import (
 	"iter"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -16,12 +17,15 @@ func TestTableMatchesAMap(t *testing.T) {
 		r := rand.New(rand.NewPCG(1, hashes))
 		var tb table
 		model := map[string]*entry{}
-		hash := func(k string) uint64 {
-			n, _ := strconv.Atoi(k)
-			return uint64(n) % hashes * 0x51_7cc1_b727_220a // spread over the slots, but equal for equal n % hashes
+		// Keys of 1 to 20 bytes: get compares those of 4 to 16 in line.
+		key := func(n int) string { return strings.Repeat("k", n%18) + strconv.Itoa(n) }
+		hashOf := map[string]uint64{}
+		hash := func(k string) uint64 { return hashOf[k] }
+		for n := range 350 { // 300 to 349: keys never set, of hashes that are
+			hashOf[key(n)] = uint64(n) % hashes * 0x51_7cc1_b727_220a // spread over the slots, but equal for equal n % hashes
 		}
 		for i := range 5_000 {
-			k := strconv.Itoa(r.IntN(300))
+			k := key(r.IntN(300))
 			switch r.IntN(3) {
 			case 0, 1:
 				e := &entry{key: k}
@@ -51,7 +55,7 @@ func TestTableMatchesAMap(t *testing.T) {
 					t.Fatalf("hashes %d, step %d: all yields %d keys, want %d", hashes, i, seen, len(model))
 				}
 			}
-			if k2 := strconv.Itoa(300 + r.IntN(50)); tb.get(hash(k2), k2) != nil {
+			if k2 := key(300 + r.IntN(50)); tb.get(hash(k2), k2) != nil {
 				t.Fatalf("hashes %d, step %d: get(%q) found a key never set", hashes, i, k2)
 			}
 		}
@@ -109,27 +113,31 @@ func (t *table) size() int {
 	return 0
 }
 
-// sameKey is string equality, for keys of every length around its words'
-// (0 to 40 bytes), equal or differing in any one byte, or in length.
-func TestSameKeyIsEquality(t *testing.T) {
+// A lookup finds a key only by its whole bytes, for keys of every length
+// around the words get compares in line (0 to 40 bytes): never a key of
+// the same hash that differs in one byte, or in length.
+func TestGetComparesWholeKeys(t *testing.T) {
+	const h = 0x51_7cc1_b727_220a // one hash for every key: only the bytes tell them apart
 	for n := range 41 {
 		a := make([]byte, n)
 		for i := range a {
 			a[i] = byte('a' + i%26)
 		}
-		key := string(a)
-		if !sameKey(key, string(a)) { // equal bytes in other memory
-			t.Errorf("sameKey(%q, a copy) = false", key)
+		var tb table
+		e := &entry{key: string(a)}
+		tb.set(h, e)
+		if got := tb.get(h, string(a)); got != e { // equal bytes in other memory
+			t.Errorf("get(%q) = %p, want its entry %p", a, got, e)
 		}
 		for i := range n {
 			b := append([]byte(nil), a...)
 			b[i] ^= 0x80
-			if sameKey(key, string(b)) {
-				t.Errorf("sameKey(%q, %q) = true, they differ at byte %d", key, b, i)
+			if got := tb.get(h, string(b)); got != nil {
+				t.Errorf("get(%q) found %q's entry: they differ at byte %d", b, a, i)
 			}
 		}
-		if n > 0 && sameKey(key, key[:n-1]) {
-			t.Errorf("sameKey(%q, %q) = true, their lengths differ", key, key[:n-1])
+		if n > 0 && tb.get(h, string(a[:n-1])) != nil {
+			t.Errorf("get(%q) found %q's entry: their lengths differ", a[:n-1], a)
 		}
 	}
 }
