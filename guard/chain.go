@@ -184,9 +184,11 @@ func (e *entry) hold(rc core.Receipt, n int64) {
 	e.more = append(e.more, taken{rc, n})
 }
 
-// add appends an entry of g's for lim's state of key, decided d, and
-// returns its index. It fills the entry in place: an entry is large.
-func (c *chainState) add(g *Guard, lim *core.Limiter, key string, d *core.Decision) int {
+// add appends an entry of g's for lim's state of key, and returns its
+// index. It fills the entry in place, an entry being large, but for its
+// Decision: the caller decides into it (Limiter.AllowNInto sets all of
+// it), and removes the entry when that fails.
+func (c *chainState) add(g *Guard, lim *core.Limiter, key string) int {
 	if c.entries == nil {
 		c.entries = c.one[:1]
 	} else {
@@ -194,7 +196,7 @@ func (c *chainState) add(g *Guard, lim *core.Limiter, key string, d *core.Decisi
 	}
 	at := len(c.entries) - 1
 	e := &c.entries[at]
-	e.g, e.lim, e.key, e.d = g, lim, key, *d
+	e.g, e.lim, e.key = g, lim, key
 	e.held, e.limits, e.pin, e.never, e.settled, e.leases = 0, nil, 0, false, false, nil
 	e.took, e.more = taken{}, nil
 	return at

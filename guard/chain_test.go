@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/guard"
+	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
 )
 
@@ -226,5 +227,28 @@ func TestTheInnermostSettlesASharedState(t *testing.T) {
 	stack(t, request("192.0.2.1:1"), outer, inner)
 	if got := remaining(t, lim, "192.0.2.1"); got != 7 {
 		t.Errorf("remaining = %d, want 7: settled once, at the inner middleware's cost", got)
+	}
+}
+
+// A rule whose store fails adds nothing to the chain: an inner middleware
+// in dry run that fails on its store lets the request through, and the
+// outer middleware, which remembers the policies listed inside it on the
+// route, lists on its 429s only those of decisions that were made.
+func TestAFailedDecisionLeavesNoEntry(t *testing.T) {
+	e := newEnv(t)
+	app := e.limiter(t, fixed(1, time.Minute, "app"))
+	broken := limiterOn(t, guardtest.FailingStore{}, e.clock, fixed(5, time.Minute, "broken"))
+	outer, inner := mustNew(t, app), mustNew(t, broken, guard.WithDryRun(true))
+	req := func() *http.Request {
+		r := request("192.0.2.1:1")
+		r.Pattern = "GET /search"
+		return r
+	}
+	if _, ran := stack(t, req(), outer, inner); !ran {
+		t.Fatal("first request: the handler did not run; want it through")
+	}
+	w, _ := stack(t, req(), outer, inner)
+	if w.status != 429 || w.header.Get(guard.HeaderRateLimitPolicy) != `"app";q=1;w=60` {
+		t.Errorf("second request: %d, RateLimit-Policy %q; want 429 and only app's policy", w.status, w.header.Get(guard.HeaderRateLimitPolicy))
 	}
 }

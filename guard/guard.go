@@ -224,26 +224,40 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 				continue
 			}
 		}
-		var d core.Decision
-		if at < 0 && !ch.lent { // a new entry: its States go in the chain's memory
-			d.States = ch.states[:0]
+		// A new entry is decided in place, in its own Decision: a Decision
+		// decided apart and then copied in is read back, 16 bytes at a
+		// time, right after the Limiter's 8-byte stores, and the copy
+		// waits for them to reach the cache. An entry charged already
+		// keeps its Decision until the new one is made.
+		var later core.Decision
+		d := &later
+		added := at < 0
+		if added {
+			at = ch.add(g, ru.lim, key)
+			d = &ch.entries[at].d
+			d.States = nil
+			if !ch.lent { // its States go in the chain's memory
+				d.States = ch.states[:0]
+			}
 		}
-		err = ru.lim.AllowNInto(core.ContextWithDryRun(ctx, g.dryRun), key, ask, &d)
-		if ch.lends(&d) {
+		err = ru.lim.AllowNInto(core.ContextWithDryRun(ctx, g.dryRun), key, ask, d)
+		if ch.lends(d) {
 			ch.lent = true
 		}
 		if err != nil {
+			if added {
+				ch.entries = ch.entries[:at] // it holds nothing
+			}
 			open = false
 			return g.fail(w, r, next, ch, charges, outer, &guardError{ErrLimiter, err})
 		}
-		if at < 0 {
-			at = ch.add(g, ru.lim, key, &d)
+		if added {
 			if d.Source == core.FromFailOpen {
 				ch.entries[at].limits = ru.lim.Limits(ctx, key)
 			}
 			uses = append(uses, at)
 		} else {
-			ch.entries[at].d = d
+			ch.entries[at].d = later
 		}
 		if !d.Allowed {
 			open = false
