@@ -263,7 +263,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			open = false
 			return g.deny(w, r, next, ch, charges, i, at, cost, false)
 		}
-		ch.entries[at].hold(d.Receipt(), ask)
+		ch.entries[at].hold(d, ask)
 		charges = append(charges, charge{at, ask, d.Lease})
 		if d.Lease != 0 {
 			ch.entries[at].leases = append(ch.entries[at].leases, d.Lease)
