@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/tollgate/tollgate/core"
 )
@@ -260,6 +261,9 @@ type policyCache struct {
 	enc    []string     // the names as sf-strings
 	value  string       // RateLimit-Policy in the Guard's style
 	list   []string     // []string{value}, set on every HeaderWriter's response (see HeaderWriter)
+	// one is the only limit, when pc lists one entry of one limit, shown,
+	// and no extra policy: most listings, which matches checks at once.
+	one *core.Limit
 }
 
 // policySlots is how many listings a Guard keeps the policies of: enough
@@ -291,6 +295,9 @@ func (g *Guard) policies(ls *listing) *policyCache {
 	}
 	pc.value = g.policyValue(pc)
 	pc.list = []string{pc.value}
+	if len(pc.counts) == 1 && pc.counts[0] == 1 && !pc.hidden[0] && len(pc.limits) == 1 {
+		pc.one = &pc.limits[0]
+	}
 	if ls.extra == nil { // the lists of denials, with extra policies, are not kept
 		g.policy[g.nextPolicy.Add(1)%policySlots].Store(pc)
 	}
@@ -300,6 +307,13 @@ func (g *Guard) policies(ls *listing) *policyCache {
 // matches reports whether pc is the policyCache of ls. It runs on every
 // request, and copies nothing.
 func (pc *policyCache) matches(ls *listing) bool {
+	if len(ls.entries) == 1 && pc.one != nil && ls.extra == nil {
+		// One entry of one limit (a Decision of one has no States), shown:
+		// what the loops below would check of it.
+		if e := &ls.entries[0]; e.d.States == nil && !e.hidden() {
+			return sameLimit(&e.d.Limit, pc.one)
+		}
+	}
 	if len(ls.entries) != len(pc.hidden) {
 		return false
 	}
@@ -334,7 +348,15 @@ func (pc *policyCache) matches(ls *listing) bool {
 // field Limit has.
 func sameLimit(a, b *core.Limit) bool {
 	return a.Quota == b.Quota && a.Period == b.Period && a.Burst == b.Burst && a.Precision == b.Precision &&
-		a.Algorithm == b.Algorithm && a.Name == b.Name && a.Unit == b.Unit
+		a.Algorithm == b.Algorithm && sameString(a.Name, b.Name) && sameString(a.Unit, b.Unit)
+}
+
+// sameString reports whether a == b, without calling the runtime's
+// memequal when they are empty or share their bytes: a listing's limits
+// and the policyCache's are copies of the Limiter's, whose strings they
+// share.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // uniqueNames returns the names the headers give limits: PolicyName,

@@ -32,5 +32,18 @@ func TestSameLimitIsEquality(t *testing.T) {
 		if got, want := sameLimit(&base, &other), base == other; got != want {
 			t.Errorf("sameLimit with %s changed = %v, want %v (==)", v.Type().Field(i).Name, got, want)
 		}
+		if f.Kind() == reflect.String { // the same length: only the bytes differ, or only their memory
+			s := []byte(v.Field(i).String())
+			s[len(s)-1]++
+			f.SetString(string(s))
+			if sameLimit(&base, &other) {
+				t.Errorf("sameLimit with the last byte of %s changed = true, want false", v.Type().Field(i).Name)
+			}
+			s[len(s)-1]--
+			f.SetString(string(s))
+			if !sameLimit(&base, &other) {
+				t.Errorf("sameLimit with %s equal in other memory = false, want true", v.Type().Field(i).Name)
+			}
+		}
 	}
 }
