@@ -229,8 +229,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 		// time, right after the Limiter's 8-byte stores, and the copy
 		// waits for them to reach the cache. An entry charged already
 		// keeps its Decision until the new one is made.
-		var later core.Decision
-		d := &later
+		var d *core.Decision
 		added := at < 0
 		if added {
 			at = ch.add(g, ru.lim, key)
@@ -239,6 +238,8 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			if !ch.lent { // its States go in the chain's memory
 				d.States = ch.states[:0]
 			}
+		} else {
+			d = new(core.Decision) // on the stack: zeroed only on this path
 		}
 		err = ru.lim.AllowNInto(core.ContextWithDryRun(ctx, g.dryRun), key, ask, d)
 		if ch.lends(d) {
@@ -257,7 +258,7 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 			}
 			uses = append(uses, at)
 		} else {
-			ch.entries[at].d = later
+			ch.entries[at].d = *d
 		}
 		if !d.Allowed {
 			open = false
