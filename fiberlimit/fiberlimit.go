@@ -121,11 +121,13 @@ type state struct {
 	chain guard.Chain
 }
 
-var states = sync.Pool{New: func() any { return new(state) }}
+// states holds the states of requests that are over. A state's Chain
+// keeps its own (guard.Chain.Keep).
+var states = sync.Pool{New: func() any { st := new(state); st.chain.Keep(); return st }}
 
-// release empties st and puts it back in the pool.
+// release empties st and puts it back in the pool. Its Chain is empty
+// already: the Guard's Serve gives back what it took.
 func (st *state) release() {
-	st.chain = guard.Chain{}
 	st.w = writer{}
 	states.Put(st)
 }

@@ -57,7 +57,7 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 	track, reported := g.NeedsResult(), g.ReportsCost() // only with reported is Next's context not the request's
 	return func(c *gin.Context) {
 		x := writers.Get().(*writer)
-		*x = writer{c: c, chain: guard.FindChain(c.Writer)}
+		*x = writer{c: c, chain: guard.FindChain(c.Writer), own: x.own}
 		if x.chain == nil { // the first Tollgate middleware of the request
 			x.chain = &x.own
 			x.ResponseWriter = c.Writer
@@ -81,7 +81,7 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 			reuse = true
 		}
 		if reuse {
-			*x = writer{}
+			*x = writer{own: x.own}
 			writers.Put(x)
 		}
 		if !passed {
