@@ -40,22 +40,27 @@ import (
 // middlewares on its chain, which run one inside the other; it is not safe
 // for concurrent use. The zero value is an empty Chain, ready to use.
 type Chain struct {
-	s    *chainState // the state, from statePool or kept, while a middleware serves the request
-	keep bool        // Keep: the state stays with the Chain between requests
-	kept *chainState // the state kept, once taken
+	// s is the state: in use (s.busy) while a middleware serves the
+	// request, from statePool, or kept between requests (Keep).
+	s *chainState
 }
 
-// Keep makes c keep the state it takes for a request, to use it again for
-// the next, where a Chain takes one from a shared pool and gives it back
+// Keep makes c keep the state it serves a request with, to serve the next
+// with it, where a Chain takes one from a shared pool and gives it back
 // once its request is over. It is for a Chain inside a value that its
 // adapter pools and reuses request after request (as this repository's
 // net/http, gin and fiber adapters do): a request then takes one object
 // from a pool rather than two. The state, about a kilobyte, stays with c
 // while c waits in its adapter's pool. A Chain that serves one request
 // and is dropped should not Keep: it would take a fresh state each time.
-// Copying a Chain that keeps its state copies the reference to it: reset
-// the rest of a pooled value around its Chain, not the Chain itself.
-func (c *Chain) Keep() { c.keep = true }
+// A copy of a Chain that keeps its state shares it: reset the rest of a
+// pooled value around its Chain, not the Chain itself.
+func (c *Chain) Keep() {
+	if c.s == nil {
+		c.s = statePool.Get().(*chainState)
+	}
+	c.s.kept = true
+}
 
 // chainState is what a Chain holds while a request is served. The
 // outermost middleware takes it from statePool and gives it back once
@@ -78,25 +83,23 @@ type chainState struct {
 	// to it once the request is over: a Denial copies what it keeps.
 	states [4]core.LimitState
 	lent   bool
+	busy   bool // a request is being served with it
+	kept   bool // its Chain keeps it between requests (Chain.Keep)
 }
 
 var statePool = sync.Pool{New: func() any { return new(chainState) }}
 
-// acquire returns c's state, taking the one it keeps or one from
-// statePool when c has none in use: then own is true, and release must
-// give it back.
+// acquire returns c's state, taking one from statePool when c has none:
+// then, or when c keeps its state between requests, own is true, and
+// release must give it back.
 func (c *Chain) acquire() (s *chainState, own bool) {
 	switch {
-	case c.s != nil:
-		return c.s, false
-	case c.kept != nil:
-		c.s = c.kept
-	default:
+	case c.s == nil:
 		c.s = statePool.Get().(*chainState)
-		if c.keep {
-			c.kept = c.s
-		}
+	case c.s.busy:
+		return c.s, false
 	}
+	c.s.busy = true
 	return c.s, true
 }
 
@@ -108,9 +111,9 @@ func (c *Chain) acquire() (s *chainState, own bool) {
 // collection.
 func (c *Chain) release() {
 	s := c.s
-	c.s = nil
-	s.entries, s.stopped, s.admitted, s.lent = nil, false, s.admitted[:0], false
-	if s != c.kept {
+	s.entries, s.stopped, s.admitted, s.lent, s.busy = nil, false, s.admitted[:0], false, false
+	if !s.kept {
+		c.s = nil
 		statePool.Put(s)
 	}
 }
