@@ -252,3 +252,59 @@ func TestAFailedDecisionLeavesNoEntry(t *testing.T) {
 		t.Errorf("second request: %d, RateLimit-Policy %q; want 429 and only app's policy", w.status, w.header.Get(guard.HeaderRateLimitPolicy))
 	}
 }
+
+// A Chain that keeps its state (as a pooling adapter's writer does) has
+// it back, free, after a request whose way out panicked twice: a key
+// function panics, the refund of what the request took fails, and the
+// OnError hook told of that failure panics in turn. The next requests are
+// limited as if nothing had happened, but for the unit the failed refund
+// left charged.
+func TestAPanicOnTheWayOutLeavesAKeptStateFree(t *testing.T) {
+	e := newEnv(t)
+	lim := limiterOn(t, refundFailingStore{e.store}, e.clock, fixed(3, time.Minute, "a"))
+	other := e.limiter(t, fixed(100, time.Minute, "b"))
+	first := true
+	g := mustNew(t, lim,
+		guard.WithRule(other, func(keyfuncs.Request) (string, error) {
+			if first {
+				first = false
+				panic(guardtest.Boom)
+			}
+			return "k", nil
+		}),
+		guard.WithOnError(func(keyfuncs.Request, error) { panic("hook") }),
+	)
+	w := &chainRecorder{}
+	w.chain.Keep()
+	serve := func() *chainRecorder {
+		w.recorder = newRecorder()
+		if err := g.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), w, func(context.Context) guard.Result {
+			w.status = 200
+			return guard.Result{Status: 200}
+		}); err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		return w
+	}
+	func() {
+		defer func() {
+			if got := recover(); got != "hook" {
+				t.Fatalf("the first request recovered %v, want the hook's panic", got)
+			}
+		}()
+		serve()
+	}()
+	for i, want := range []struct {
+		status    int
+		rateLimit string
+	}{
+		{200, `"a";r=1;t=60, "b";r=99;t=60`},
+		{200, `"a";r=0;t=60, "b";r=98;t=60`},
+		{429, `"a";r=0;t=60`},
+	} {
+		w := serve()
+		if w.status != want.status || w.header.Get(guard.HeaderRateLimit) != want.rateLimit {
+			t.Errorf("request %d after the panic: %d %q, want %d %q", i+2, w.status, w.header.Get(guard.HeaderRateLimit), want.status, want.rateLimit)
+		}
+	}
+}
