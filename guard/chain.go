@@ -34,7 +34,8 @@ import (
 //     sees every policy it is under, each once (see HeadersDraft11).
 //
 // Adapters keep one Chain per request, inside a value they allocate per
-// request anyway, and hand it to Serve through a ChainWriter; a middleware
+// request anyway or take from a pool of their own (see Keep), and hand it
+// to Serve through a ChainWriter; a middleware
 // inside another finds the outer one's Chain with FindChain, and uses it
 // instead of its own. A Chain is used by one request at a time, by the
 // middlewares on its chain, which run one inside the other; it is not safe
@@ -65,7 +66,8 @@ func (c *Chain) Keep() {
 // chainState is what a Chain holds while a request is served. The
 // outermost middleware takes it from statePool and gives it back once
 // the request is over, so that carrying a Chain costs a request one
-// pointer in a value its adapter allocates anyway.
+// pointer in a value its adapter allocates anyway; a Chain that keeps it
+// (Keep) has it emptied instead, for its next request.
 type chainState struct {
 	entries []entry
 	one     [1]entry // storage for the first entry
@@ -104,11 +106,11 @@ func (c *Chain) acquire() (s *chainState, own bool) {
 }
 
 // release empties c's state and gives it back to statePool, unless c
-// keeps it. Nothing refers to it afterwards: Denials and listings copy
-// what they keep. The inline entry is not cleared, which costs as much as
-// the rest of a request's bookkeeping: the next request's first entry
-// overwrites it, and the pool drops idle states at every garbage
-// collection.
+// keeps it. Nothing of the request refers to it afterwards: Denials and
+// listings copy what they keep. The inline entry is not cleared, which
+// costs as much as the rest of a request's bookkeeping: the next
+// request's first entry overwrites it, and the pool drops idle states at
+// every garbage collection (a kept one goes with its Chain's value).
 func (c *Chain) release() {
 	s := c.s
 	s.entries, s.stopped, s.admitted, s.lent, s.busy = nil, false, s.admitted[:0], false, false

@@ -78,10 +78,9 @@
 // should be a ChainWriter carrying the request's Chain: its own, kept in a
 // value it allocates per request anyway (or pools: then Chain.Keep), or
 // the one of an outer Tollgate middleware, found with FindChain; and it
-// must hand the chain on to the
-// rest of the chain, where FindChain finds it (in a response writer with a
-// Chain method, or in the framework's per-request storage). Then, in
-// its middleware:
+// must hand the chain on to the rest of the chain, where FindChain finds
+// it (in a response writer with a Chain method, or in the framework's
+// per-request storage). Then, in its middleware:
 //
 //	g, err := guard.New(lim, opts...)           // once; panic on err
 //	...

@@ -453,3 +453,34 @@ func TestDraft06ListsOnePolicyPerQuota(t *testing.T) {
 		t.Errorf("RateLimit-Policy = %q, want %q", got, want)
 	}
 }
+
+// The policy cache tells listings of one limit apart by every number of
+// the limit, not by its name and quota alone: tiers of one name and one
+// quota but different windows alternate.
+func TestPolicyCacheTellsLimitsApart(t *testing.T) {
+	e := newEnv(t)
+	perMinute := core.PerMinute(10).Named("api")
+	perSecond := core.PerSecond(10).Named("api")
+	lim, err := core.New(e.store, core.WithClock(e.clock), perMinute, core.WithLimitsFunc(func(_ context.Context, key string) []core.Limit {
+		if strings.HasPrefix(key, "fast") {
+			return []core.Limit{perSecond}
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustNew(t, lim, guard.WithKey(keyfuncs.Header("X-Key")))
+	for i, key := range []string{"slow-1", "fast-1", "slow-1", "fast-2"} {
+		req := request("192.0.2.1:1")
+		req.Header.Set("X-Key", key)
+		rec, _ := served(t, g, req)
+		want := `"api";q=10;w=60`
+		if strings.HasPrefix(key, "fast") {
+			want = `"api";q=10;w=1`
+		}
+		if got := rec.header.Get(guard.HeaderRateLimitPolicy); got != want {
+			t.Errorf("request %d (%s): RateLimit-Policy = %q, want %q", i, key, got, want)
+		}
+	}
+}
