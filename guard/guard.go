@@ -158,16 +158,23 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	// returns × defers): a deferred call of its own made every request
 	// pay the runtime's defer records.
 	defer func() {
-		if own {
-			// Deferred in turn, so that the state is given back even when
-			// stop panics (a hook, or a store, panicking on a refund): a
-			// Chain that keeps its state (Keep) would otherwise keep it
-			// busy, and its next requests would find it in use.
-			defer carried.release()
+		if open || ticket.Held() { // the flow stopped on the way, or panicked
+			if own {
+				// Deferred in turn, so that the state is given back even
+				// when stop panics (a hook, or a store, panicking on a
+				// refund): a Chain that keeps its state (Keep) would
+				// otherwise keep it busy, and its next requests would
+				// find it in use.
+				defer carried.release()
+				own = false
+			}
+			g.release(ctx, &ticket, false)
+			if open {
+				ch.stop(r)
+			}
 		}
-		g.release(ctx, &ticket, false) // nothing unless a ticket is still held
-		if open {
-			ch.stop(r)
+		if own {
+			carried.release()
 		}
 	}()
 	if g.skip != nil && g.skip(r) {
