@@ -146,31 +146,44 @@ func TestLongNamesStayBounded(t *testing.T) {
 	}
 }
 
+// RateLimit-Policy follows the limits of each key (WithLimitsFunc's
+// tiers), as they alternate: tiers of different names, and tiers of one
+// name and one quota whose windows differ, which the policy cache must
+// not take for one another.
 func TestPolicyFollowsPerKeyLimits(t *testing.T) {
-	e := newEnv(t)
-	free := core.PerMinute(10).Named("free")
-	pro := core.PerMinute(1000).Named("pro")
-	lim, err := core.New(e.store, core.WithClock(e.clock), free, core.WithLimitsFunc(func(_ context.Context, key string) []core.Limit {
-		if strings.HasPrefix(key, "pro") {
-			return []core.Limit{pro}
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := mustNew(t, lim, guard.WithKey(keyfuncs.Header("X-Key")))
-	for i, key := range []string{"pro-1", "free-1", "free-1", "pro-2", "free-2"} {
-		req := request("192.0.2.1:1")
-		req.Header.Set("X-Key", key)
-		rec, _ := served(t, g, req)
-		want := `"free";q=10;w=60`
-		if strings.HasPrefix(key, "pro") {
-			want = `"pro";q=1000;w=60`
-		}
-		if got := rec.header.Get(guard.HeaderRateLimitPolicy); got != want {
-			t.Errorf("request %d (%s): RateLimit-Policy = %q, want %q", i, key, got, want)
-		}
+	for _, tiers := range []struct {
+		name           string
+		base, pro      core.Limit
+		wantBase, want string
+	}{
+		{"names", core.PerMinute(10).Named("free"), core.PerMinute(1000).Named("pro"), `"free";q=10;w=60`, `"pro";q=1000;w=60`},
+		{"windows", core.PerMinute(10).Named("api"), core.PerSecond(10).Named("api"), `"api";q=10;w=60`, `"api";q=10;w=1`},
+	} {
+		t.Run(tiers.name, func(t *testing.T) {
+			e := newEnv(t)
+			lim, err := core.New(e.store, core.WithClock(e.clock), tiers.base, core.WithLimitsFunc(func(_ context.Context, key string) []core.Limit {
+				if strings.HasPrefix(key, "pro") {
+					return []core.Limit{tiers.pro}
+				}
+				return nil
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := mustNew(t, lim, guard.WithKey(keyfuncs.Header("X-Key")))
+			for i, key := range []string{"pro-1", "free-1", "free-1", "pro-2", "free-2"} {
+				req := request("192.0.2.1:1")
+				req.Header.Set("X-Key", key)
+				rec, _ := served(t, g, req)
+				want := tiers.wantBase
+				if strings.HasPrefix(key, "pro") {
+					want = tiers.want
+				}
+				if got := rec.header.Get(guard.HeaderRateLimitPolicy); got != want {
+					t.Errorf("request %d (%s): RateLimit-Policy = %q, want %q", i, key, got, want)
+				}
+			}
+		})
 	}
 }
 
@@ -451,36 +464,5 @@ func TestDraft06ListsOnePolicyPerQuota(t *testing.T) {
 	rec, _ := served(t, mustNew(t, lim, guard.WithHeaders(guard.HeadersDraft06)), request("192.0.2.1:1"))
 	if got, want := rec.header.Get(guard.HeaderRateLimitPolicy), "10;w=3600, 50;w=60"; got != want {
 		t.Errorf("RateLimit-Policy = %q, want %q", got, want)
-	}
-}
-
-// The policy cache tells listings of one limit apart by every number of
-// the limit, not by its name and quota alone: tiers of one name and one
-// quota but different windows alternate.
-func TestPolicyCacheTellsLimitsApart(t *testing.T) {
-	e := newEnv(t)
-	perMinute := core.PerMinute(10).Named("api")
-	perSecond := core.PerSecond(10).Named("api")
-	lim, err := core.New(e.store, core.WithClock(e.clock), perMinute, core.WithLimitsFunc(func(_ context.Context, key string) []core.Limit {
-		if strings.HasPrefix(key, "fast") {
-			return []core.Limit{perSecond}
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := mustNew(t, lim, guard.WithKey(keyfuncs.Header("X-Key")))
-	for i, key := range []string{"slow-1", "fast-1", "slow-1", "fast-2"} {
-		req := request("192.0.2.1:1")
-		req.Header.Set("X-Key", key)
-		rec, _ := served(t, g, req)
-		want := `"api";q=10;w=60`
-		if strings.HasPrefix(key, "fast") {
-			want = `"api";q=10;w=1`
-		}
-		if got := rec.header.Get(guard.HeaderRateLimitPolicy); got != want {
-			t.Errorf("request %d (%s): RateLimit-Policy = %q, want %q", i, key, got, want)
-		}
 	}
 }
