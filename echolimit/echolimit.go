@@ -63,15 +63,18 @@ func New(lim *core.Limiter, opts ...Option) echo.MiddlewareFunc {
 		// echo builds the chain of e.Use middleware per request: keep this
 		// closure small.
 		return func(c echo.Context) error {
-			x := &gate{c: c, next: next, track: g.NeedsResult(), reported: g.ReportsCost()}
+			x := gates.Get().(*gate)
+			*x = gate{c: c, next: next, track: g.NeedsResult(), reported: g.ReportsCost(), own: x.own}
 			if x.rw.chain = guard.FindChain(c.Response().Writer); x.rw.chain == nil {
 				// The first Tollgate middleware of the request.
 				x.rw.chain, x.rw.prev = &x.own, c.Response().Writer
 			}
-			if err := g.Serve(x, x, x.call); err != nil {
-				return err
+			err := g.Serve(x, x, x.call)
+			if err == nil {
+				err = x.err
 			}
-			return x.err
+			x.release()
+			return err
 		}
 	}
 }

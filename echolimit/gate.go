@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,9 +15,13 @@ import (
 
 // gate is one request as a Guard sees it: both its keyfuncs.Request and
 // its guard.ChainWriter, a guard.HeaderWriter over the echo.Context. One
-// allocation per request serves both, holds the request's chain, and lets
-// the options below reach the echo.Context; the values of the headers the
-// Guard sets are not kept in it (see guard.HeaderWriter).
+// value per request serves both, holds the request's chain, and lets the
+// options below reach the echo.Context; the values of the headers the
+// Guard sets are not kept in it (see guard.HeaderWriter). Gates are
+// pooled (gates): one goes back once its middleware returns, unless its
+// rw is still installed as c.Response().Writer (a middleware further in
+// kept it under a writer of its own), or the request panicked; its own
+// Chain keeps its state between requests (guard.Chain.Keep).
 //
 // The middleware that starts the request's chain (no Tollgate middleware
 // around it, found by guard.FindChain) installs its rw as
@@ -31,6 +36,22 @@ type gate struct {
 	reported bool  // WithReportedCost: only then is the context call receives not the request's
 	rw       chainWriter
 	own      guard.Chain
+	// installed reports that rw is c.Response().Writer, installed by call
+	// and not put back: something may still write through it.
+	installed bool
+}
+
+// gates holds the gates of requests that are over (see gate).
+var gates = sync.Pool{New: func() any { x := new(gate); x.own.Keep(); return x }}
+
+// release empties x and puts it back in gates, unless its rw may still be
+// written through.
+func (x *gate) release() {
+	if x.installed {
+		return
+	}
+	*x = gate{own: x.own}
+	gates.Put(x)
 }
 
 var (
@@ -85,10 +106,10 @@ func (x *gate) call(ctx context.Context) guard.Result {
 	var err error
 	if x.rw.prev != nil {
 		res := c.Response()
-		res.Writer = &x.rw
+		res.Writer, x.installed = &x.rw, true
 		err = x.next(c)
 		if res.Writer == http.ResponseWriter(&x.rw) {
-			res.Writer = x.rw.prev // unless a middleware further in replaced it for good
+			res.Writer, x.installed = x.rw.prev, false // unless a middleware further in replaced it for good
 		}
 	} else {
 		err = x.next(c)

@@ -114,3 +114,42 @@ func TestAnAppWideDenialListsTheRoutesPolicies(t *testing.T) {
 		}
 	}
 }
+
+// keeper replaces c.Response().Writer with a writer of its own over the
+// one it found, and leaves it there, as a compressing middleware does.
+type keeper struct{ http.ResponseWriter }
+
+// A gate whose writer a middleware further in kept (under a writer of its
+// own, never put back) is not reused while its response may still be
+// written: an outer middleware that writes after the rest of the chain
+// returned, once another request has been served in between, still
+// writes to its own response.
+func TestAKeptWriterIsNotReused(t *testing.T) {
+	e := echo.New()
+	var other *httptest.ResponseRecorder
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			err := next(c)
+			if c.Path() == "/" {
+				other = doReq(e, httptest.NewRequest(http.MethodGet, "/other", nil))
+				_, _ = c.Response().Writer.Write([]byte("-late"))
+			}
+			return err
+		}
+	})
+	e.Use(echolimit.New(newLimiter(t, nil, fixed(100, "m"))))
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Path() == "/" {
+				c.Response().Writer = keeper{c.Response().Writer}
+			}
+			return next(c)
+		}
+	})
+	e.GET("/", func(c echo.Context) error { return c.String(http.StatusOK, "first") })
+	e.GET("/other", func(c echo.Context) error { return c.String(http.StatusOK, "other") })
+	first := doReq(e, httptest.NewRequest(http.MethodGet, "/", nil))
+	if other == nil || first.Body.String() != "first-late" || other.Body.String() != "other" {
+		t.Fatalf("first response %q, the one served in between %v; want %q and %q", first.Body.String(), other, "first-late", "other")
+	}
+}
