@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/adaptive"
+	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/guard"
 	"github.com/tollgate/tollgate/guard/guardtest"
 	"github.com/tollgate/tollgate/keyfuncs"
@@ -220,5 +222,39 @@ func TestAdaptiveNoSampleWhenDeniedFurtherIn(t *testing.T) {
 	}
 	if s := ad.Stats(); s.InFlight != 0 || s.Latency != 10*time.Millisecond {
 		t.Errorf("Stats() = %+v, want nothing in flight and the served request's 10ms as the only sample", s)
+	}
+}
+
+// panickingObserver panics on every event: an adaptive limit's observer
+// that fails at the end of a window.
+type panickingObserver struct{}
+
+func (panickingObserver) ObserveDecision(context.Context, *core.Observation) {}
+func (panickingObserver) ObserveEvent(context.Context, *core.Event)          { panic("observer") }
+
+// A request stopped on its way (a key function panics) gives back what its
+// rules charged even when releasing its adaptive unit panics in turn (the
+// limit's observer, at the end of a window): each step on the way out
+// runs whatever the one before did.
+func TestAPanicReleasingTheAdaptiveUnitStillRefunds(t *testing.T) {
+	e := newEnv(t)
+	rate := e.limiter(t, fixed(10, time.Minute, "per-minute"))
+	ad, err := adaptive.New(adaptive.WithClock(e.clock), adaptive.WithInitialLimit(5), adaptive.WithMinLimit(5), adaptive.WithMaxLimit(5),
+		adaptive.WithWindow(1, 1, time.Millisecond, time.Second), adaptive.WithObserver(panickingObserver{}),
+		adaptive.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	g := mustNew(t, rate, guard.WithAdaptive(ad), guard.WithRule(e.limiter(t, fixed(10, time.Minute, "other")), func(keyfuncs.Request) (string, error) {
+		e.clock.Advance(2 * time.Second) // the window ends at the unit's release
+		panic(boom)
+	}))
+	mustPanic(t, "observer", func() { served(t, g, request("192.0.2.1:1")) })
+	if got := remaining(t, rate, "192.0.2.1"); got != 10 {
+		t.Errorf("per-minute remaining %d after the request, want 10: its charge given back", got)
+	}
+	if got := ad.Stats().InFlight; got != 0 {
+		t.Errorf("InFlight %d after the request, want 0", got)
 	}
 }

@@ -159,19 +159,20 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 	// pay the runtime's defer records.
 	defer func() {
 		if open || ticket.Held() { // the flow stopped on the way, or panicked
+			// Each step deferred in turn, so that the next still runs when
+			// one panics (an adaptive limit's observer, or a hook or a
+			// store on a refund): the ticket's release, then stop, then
+			// the state given back. A Chain that keeps its state (Keep)
+			// would otherwise keep it busy, and its next requests would
+			// find it in use.
 			if own {
-				// Deferred in turn, so that the state is given back even
-				// when stop panics (a hook, or a store, panicking on a
-				// refund): a Chain that keeps its state (Keep) would
-				// otherwise keep it busy, and its next requests would
-				// find it in use.
 				defer carried.release()
 				own = false
 			}
-			g.release(ctx, &ticket, false)
 			if open {
-				ch.stop(r)
+				defer ch.stop(r)
 			}
+			g.release(ctx, &ticket, false)
 		}
 		if own {
 			carried.release()
