@@ -19,9 +19,8 @@ import (
 // options below reach the echo.Context; the values of the headers the
 // Guard sets are not kept in it (see guard.HeaderWriter). Gates are
 // pooled (gates): one goes back once its middleware returns, unless its
-// rw is still installed as c.Response().Writer (a middleware further in
-// kept it under a writer of its own), or the request panicked; its own
-// Chain keeps its state between requests (guard.Chain.Keep).
+// rw may still be written through (a middleware further in kept it under
+// a writer or a Response of its own), or the request panicked.
 //
 // The middleware that starts the request's chain (no Tollgate middleware
 // around it, found by guard.FindChain) installs its rw as
@@ -42,13 +41,18 @@ type gate struct {
 }
 
 // gates holds the gates of requests that are over (see gate).
-var gates = sync.Pool{New: func() any { x := new(gate); x.own.Keep(); return x }}
+var gates = sync.Pool{New: func() any { return new(gate) }}
 
 // release empties x and puts it back in gates, unless its rw may still be
-// written through.
+// written through. A gate that served as the first middleware of its
+// request keeps its Chain's state from then on (guard.Chain.Keep); one
+// that is dropped, or that only ever serves inside another, holds none.
 func (x *gate) release() {
 	if x.installed {
 		return
+	}
+	if x.rw.chain == &x.own {
+		x.own.Keep()
 	}
 	*x = gate{own: x.own}
 	gates.Put(x)
@@ -108,8 +112,10 @@ func (x *gate) call(ctx context.Context) guard.Result {
 		res := c.Response()
 		res.Writer, x.installed = &x.rw, true
 		err = x.next(c)
-		if res.Writer == http.ResponseWriter(&x.rw) {
-			res.Writer, x.installed = x.rw.prev, false // unless a middleware further in replaced it for good
+		if res.Writer == http.ResponseWriter(&x.rw) { // unless a middleware further in replaced it for good
+			// Put back; but a Response that a middleware further in put
+			// in res's place (c.SetResponse) may still write through rw.
+			res.Writer, x.installed = x.rw.prev, c.Response() != res
 		}
 	} else {
 		err = x.next(c)

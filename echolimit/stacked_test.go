@@ -2,6 +2,7 @@ package echolimit_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -123,7 +124,8 @@ type keeper struct{ http.ResponseWriter }
 // own, never put back) is not reused while its response may still be
 // written: an outer middleware that writes after the rest of the chain
 // returned, once another request has been served in between, still
-// writes to its own response.
+// writes to its own response (a gate reused there would have been
+// emptied: the late write would panic, or reach the other response).
 func TestAKeptWriterIsNotReused(t *testing.T) {
 	e := echo.New()
 	var other *httptest.ResponseRecorder
@@ -151,5 +153,27 @@ func TestAKeptWriterIsNotReused(t *testing.T) {
 	first := doReq(e, httptest.NewRequest(http.MethodGet, "/", nil))
 	if other == nil || first.Body.String() != "first-late" || other.Body.String() != "other" {
 		t.Fatalf("first response %q, the one served in between %v; want %q and %q", first.Body.String(), other, "first-late", "other")
+	}
+}
+
+// The same when a middleware further in puts a Response of its own over
+// the gate's writer (c.SetResponse) and leaves it: echo's error handler,
+// which answers the handler's error once the middlewares have returned,
+// writes through it, to the request's own response.
+func TestAResponseKeptFurtherInIsNotReused(t *testing.T) {
+	e := echo.New()
+	e.Use(echolimit.New(newLimiter(t, nil, fixed(100, "m"))))
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.SetResponse(echo.NewResponse(keeper{c.Response().Writer}, e))
+			return next(c)
+		}
+	})
+	e.GET("/", func(c echo.Context) error { return errors.New("boom") })
+	for i := range 3 {
+		rec := do(e, http.MethodGet, "/")
+		if rec.Code != http.StatusInternalServerError || rec.Header().Get("RateLimit") == "" {
+			t.Fatalf("request %d: %d, RateLimit %q; want 500 with the headers", i, rec.Code, rec.Header().Get("RateLimit"))
+		}
 	}
 }

@@ -121,13 +121,17 @@ type state struct {
 	chain guard.Chain
 }
 
-// states holds the states of requests that are over. A state's Chain
-// keeps its own (guard.Chain.Keep).
-var states = sync.Pool{New: func() any { st := new(state); st.chain.Keep(); return st }}
+// states holds the states of requests that are over.
+var states = sync.Pool{New: func() any { return new(state) }}
 
 // release empties st and puts it back in the pool. Its Chain is empty
-// already: the Guard's Serve gives back what it took.
+// already (the Guard's Serve gives back what it took); if it served the
+// request, as the first middleware's, it keeps its state from now on
+// (guard.Chain.Keep).
 func (st *state) release() {
+	if st.w.chain == &st.chain {
+		st.chain.Keep()
+	}
 	st.w = writer{}
 	states.Put(st)
 }

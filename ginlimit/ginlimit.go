@@ -81,6 +81,9 @@ func New(lim *core.Limiter, opts ...Option) gin.HandlerFunc {
 			reuse = true
 		}
 		if reuse {
+			if x.chain == &x.own { // the first: its Chain keeps its state from now on
+				x.own.Keep()
+			}
 			*x = writer{own: x.own}
 			writers.Put(x)
 		}

@@ -32,9 +32,8 @@ var (
 	_ guard.HeaderWriter = (*writer)(nil)
 )
 
-// writers holds the writers of requests that are over (see writer). A
-// writer's own Chain keeps its state (guard.Chain.Keep).
-var writers = sync.Pool{New: func() any { x := new(writer); x.own.Keep(); return x }}
+// writers holds the writers of requests that are over (see writer).
+var writers = sync.Pool{New: func() any { return new(writer) }}
 
 // Chain implements guard.ChainWriter, and lets guard.FindChain find the
 // chain from c.Writer.

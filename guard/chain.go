@@ -50,12 +50,15 @@ type Chain struct {
 // with it, where a Chain takes one from a shared pool and gives it back
 // once its request is over. It is for a Chain inside a value that its
 // adapter pools and reuses request after request (as this repository's
-// net/http, gin and fiber adapters do): a request then takes one object
-// from a pool rather than two. The state, about a kilobyte, stays with c
-// while c waits in its adapter's pool. A Chain that serves one request
-// and is dropped should not Keep: it would take a fresh state each time.
-// A copy of a Chain that keeps its state shares it: reset the rest of a
-// pooled value around its Chain, not the Chain itself.
+// net/http, gin, echo and fiber adapters do): a request then takes one
+// object from a pool rather than two. Call it when the value goes back to
+// its adapter's pool after its Chain served a request (an idle Chain
+// takes its state then), not for a value dropped, which would take its
+// state along, nor for one whose Chain only ever serves inside another
+// middleware's. The state, about a kilobyte, stays with c while c waits
+// in its adapter's pool. A copy of a Chain that keeps its state shares
+// it: reset the rest of a pooled value around its Chain, not the Chain
+// itself.
 func (c *Chain) Keep() {
 	if c.s == nil {
 		c.s = statePool.Get().(*chainState)

@@ -53,12 +53,12 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 			if canHijack(w) {
 				hx := hijackWriters.Get().(*hijackWriter)
 				hx.writer = writer{w: w, own: hx.own}
-				defer func() { hx.writer = writer{own: hx.own}; hijackWriters.Put(hx) }()
+				defer func() { hx.reset(); hijackWriters.Put(hx) }()
 				x, rw = &hx.writer, hx
 			} else {
 				x = writers.Get().(*writer)
 				*x = writer{w: w, own: x.own}
-				defer func() { *x = writer{own: x.own}; writers.Put(x) }()
+				defer func() { x.reset(); writers.Put(x) }()
 				rw = x
 			}
 			x.chain = guard.FindChain(w)
@@ -78,8 +78,8 @@ func New(lim *core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 
 // writers and hijackWriters hold the writers of requests that are over:
 // a request takes one and gives it back when its middleware returns (see
-// writer). A writer's own Chain keeps its state (guard.Chain.Keep).
+// writer).
 var (
-	writers       = sync.Pool{New: func() any { x := new(writer); x.own.Keep(); return x }}
-	hijackWriters = sync.Pool{New: func() any { x := new(hijackWriter); x.own.Keep(); return x }}
+	writers       = sync.Pool{New: func() any { return new(writer) }}
+	hijackWriters = sync.Pool{New: func() any { return new(hijackWriter) }}
 )

@@ -30,6 +30,16 @@ var (
 	_ guard.HeaderWriter = (*writer)(nil)
 )
 
+// reset empties x for its pool. A writer that served as the first
+// middleware of its request keeps its Chain's state from then on
+// (guard.Chain.Keep); one that only serves inside another holds none.
+func (x *writer) reset() {
+	if x.chain == &x.own {
+		x.own.Keep()
+	}
+	*x = writer{own: x.own}
+}
+
 // Chain implements guard.ChainWriter, and lets guard.FindChain find the
 // chain from the writer the handler receives.
 func (x *writer) Chain() *guard.Chain { return x.chain }
