@@ -60,6 +60,13 @@ type Chain struct {
 // it: reset the rest of a pooled value around its Chain, not the Chain
 // itself.
 func (c *Chain) Keep() {
+	if c.s == nil || !c.s.kept { // small enough to be inlined: most calls find it kept
+		c.take()
+	}
+}
+
+// take makes c keep a state: the one it has, or one from statePool.
+func (c *Chain) take() {
 	if c.s == nil {
 		c.s = statePool.Get().(*chainState)
 	}
