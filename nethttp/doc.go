@@ -16,4 +16,10 @@
 // request's guard.Chain to the middlewares further in, a gin or echo
 // engine mounted inside included. Handlers report a post-hoc cost with
 // guard.ReportCost(r.Context(), n) (see WithReportedCost).
+//
+// The writer the handler gets is pooled: as net/http requires, nothing
+// may use it once the middleware has returned. A framework that writes
+// through it later breaks that rule: echo's WrapMiddleware answers a
+// handler's error after the wrapped middleware returned; in echo, use
+// the echolimit module instead.
 package nethttp
