@@ -246,8 +246,9 @@ func (g *Guard) Serve(r keyfuncs.Request, w Writer, next Next) error {
 		if added {
 			at = ch.add(g, ru.lim, key)
 			d = &ch.entries[at].d
-			d.States = nil
-			if !ch.lent { // its States go in the chain's memory
+			if ch.lent { // the chain's memory is another entry's: none lent
+				d.States = nil
+			} else { // its States go in the chain's memory
 				d.States = ch.states[:0]
 			}
 		} else {

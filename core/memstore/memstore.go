@@ -729,8 +729,8 @@ func (sh *shard) down(i int) {
 
 // hashKey returns key's hash under seed: the runtime's hash of a string,
 // the one a map[string] uses (AES-based where the CPU has it), which
-// maphash.Comparable reaches in one call fewer than maphash.String (14
-// instructions of about 740 in a decision).
+// maphash.Comparable reaches in one call fewer than maphash.String (22
+// instructions of about 705 in a hot key's decision, by callgrind).
 func hashKey(seed maphash.Seed, key string) uint64 { return maphash.Comparable(seed, key) }
 
 // now returns the store's time in Unix µs.

@@ -59,7 +59,7 @@ func (a *slots) home(h uint64) int { return int((h * 0x9E3779B97F4A7C15) >> (a.s
 // lock it is exact. Without it, it may miss a key that a concurrent
 // change moves, and may return an entry being removed (entry.dead).
 //
-// A key of 4 to 16 bytes (most keys: an IP address, a short identifier)
+// A key of 4 to 16 bytes (most keys: an IPv4 address, a short identifier)
 // is compared in line, as two words that overlap (sameWords), and get
 // then makes no call: it keeps its arguments in registers, where a call
 // of the runtime's memequal on a probe would have them saved to the stack
