@@ -60,7 +60,7 @@ type Chain struct {
 // it: reset the rest of a pooled value around its Chain, not the Chain
 // itself.
 func (c *Chain) Keep() {
-	if c.s == nil || !c.s.kept { // small enough to be inlined: most calls find it kept
+	if c.s == nil || !c.s.kept { // most calls find it kept, and return
 		c.take()
 	}
 }
