@@ -2,9 +2,11 @@ package nethttp_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tollgate/tollgate/core"
@@ -184,5 +186,43 @@ func TestOverlongKeysAreRejectedAlike(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	if rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "kkkk") {
 		t.Errorf("a %d-byte key: status %d body %q, want 400 without the key", len(long), rec.Code, rec.Body.String())
+	}
+}
+
+// Stacked middlewares serving many clients at once, on writers and chain
+// states that go back to their pools and serve the next requests (a
+// writer's Chain keeps its state): every response lists its own client's
+// two states, once each, and every client is charged exactly its own
+// requests on both limits.
+func TestPooledChainsKeepRequestsApart(t *testing.T) {
+	app, search := newLimiter(t, nil, fixed(1000, "app")), newLimiter(t, nil, fixed(1000, "search"))
+	h := nethttp.New(app)(nethttp.New(search)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	const clients, each = 8, 50
+	var wg sync.WaitGroup
+	errs := make(chan string, clients*each)
+	for c := range clients {
+		wg.Go(func() {
+			for i := range each {
+				r := httptest.NewRequest(http.MethodGet, "/", nil)
+				r.RemoteAddr = fmt.Sprintf("192.0.2.%d:1", c+1)
+				rec := do(h, r)
+				left := 1000 - i - 1
+				want := fmt.Sprintf(`"app";r=%d;t=60, "search";r=%d;t=60`, left, left)
+				if got := rec.Header().Get(guard.HeaderRateLimit); rec.Code != http.StatusOK || got != want {
+					errs <- fmt.Sprintf("client %d, request %d: %d %q, want 200 %q", c+1, i, rec.Code, got, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	for c := range clients {
+		key := fmt.Sprintf("192.0.2.%d", c+1)
+		if a, s := remainingOf(t, app, key), remainingOf(t, search, key); a != 1000-each || s != 1000-each {
+			t.Errorf("client %s: remaining app %d, search %d; want %d each", key, a, s, 1000-each)
+		}
 	}
 }
