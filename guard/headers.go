@@ -157,9 +157,10 @@ func (g *Guard) setHeaders(w Writer, ls *listing) []string {
 		return nil
 	}
 	pc := g.policies(ls)
+	out := sinkOf(w)
 	switch g.style {
 	case HeadersDraft11:
-		setPolicy(w, pc)
+		out.setPolicy(pc)
 		b := ls.buf
 		off := 0
 		for i := range ls.entries {
@@ -171,14 +172,14 @@ func (g *Guard) setHeaders(w Writer, ls *listing) []string {
 				}
 				b = append(b, pc.enc[off+j]...)
 				b = append(b, ";r="...)
-				b = strconv.AppendInt(b, clampSF(it.remaining), 10)
+				b = appendInt(b, clampSF(it.remaining))
 				b = append(b, ";t="...)
-				b = strconv.AppendInt(b, ceilSeconds(it.window), 10)
+				b = appendInt(b, ceilSeconds(it.window))
 			}
 			off += e.numLimits()
 		}
 		if len(b) > 0 {
-			setHeaderBytes(w, HeaderRateLimit, b)
+			out.setBytes(HeaderRateLimit, b)
 		}
 	case HeadersDraft06, HeadersLegacy:
 		at := binding(ls)
@@ -197,17 +198,17 @@ func (g *Guard) setHeaders(w Writer, ls *listing) []string {
 				reset = unixSeconds(g.now(), reset)
 			}
 		} else {
-			setPolicy(w, pc)
+			out.setPolicy(pc)
 		}
-		setHeaderBytes(w, names[0], strconv.AppendInt(ls.buf, clampSF(it.quota), 10))
-		setHeaderBytes(w, names[1], strconv.AppendInt(ls.buf, clampSF(it.remaining), 10))
-		setHeaderBytes(w, names[2], strconv.AppendInt(ls.buf, reset, 10))
+		out.setBytes(names[0], appendInt(ls.buf, clampSF(it.quota)))
+		out.setBytes(names[1], appendInt(ls.buf, clampSF(it.remaining)))
+		out.setBytes(names[2], appendInt(ls.buf, reset))
 	}
 	if dn == nil {
 		return nil
 	}
 	if !dn.DryRun && dn.RetryAfter > 0 {
-		setHeaderBytes(w, HeaderRetryAfter, strconv.AppendInt(ls.buf, ceilSeconds(dn.RetryAfter), 10))
+		out.setBytes(HeaderRetryAfter, appendInt(ls.buf, ceilSeconds(dn.RetryAfter)))
 	}
 	off := 0
 	for i := range ls.denied {

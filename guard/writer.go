@@ -82,27 +82,43 @@ type HeaderWriter interface {
 	ResponseHeader() http.Header
 }
 
-// setHeaderBytes sets header name to value on w, in one allocation when w
-// is a HeaderWriter, as bytes when w takes them.
-func setHeaderBytes(w Writer, name string, value []byte) {
-	switch x := w.(type) {
-	case HeaderWriter:
-		x.ResponseHeader()[name] = headerValue(value)
-	case BytesWriter:
-		x.SetHeaderBytes(name, value)
-	default:
-		w.SetHeader(name, string(value))
-	}
+// A headerSink is where setHeaders writes one response's headers: the
+// Writer, and its header map when it is a HeaderWriter, asked for once.
+type headerSink struct {
+	w Writer
+	h http.Header // w's map, when w is a HeaderWriter
 }
 
-// setPolicy sets RateLimit-Policy to pc's value: on a HeaderWriter, the
-// []string pc keeps for every response.
-func setPolicy(w Writer, pc *policyCache) {
+// sinkOf returns w's headerSink.
+func sinkOf(w Writer) headerSink {
 	if x, ok := w.(HeaderWriter); ok {
-		x.ResponseHeader()[HeaderRateLimitPolicy] = pc.list
+		return headerSink{w, x.ResponseHeader()}
+	}
+	return headerSink{w: w}
+}
+
+// setBytes sets header name to value: in the map at the cost of a fraction
+// of an allocation, as bytes when the Writer takes them, else as a string.
+func (s headerSink) setBytes(name string, value []byte) {
+	if s.h != nil {
+		s.h[name] = headerValue(value)
 		return
 	}
-	w.SetHeader(HeaderRateLimitPolicy, pc.value)
+	if x, ok := s.w.(BytesWriter); ok {
+		x.SetHeaderBytes(name, value)
+		return
+	}
+	s.w.SetHeader(name, string(value))
+}
+
+// setPolicy sets RateLimit-Policy to pc's value: in a map, the []string
+// pc keeps for every response.
+func (s headerSink) setPolicy(pc *policyCache) {
+	if s.h != nil {
+		s.h[HeaderRateLimitPolicy] = pc.list
+		return
+	}
+	s.w.SetHeader(HeaderRateLimitPolicy, pc.value)
 }
 
 // headerValue returns a copy of b as the values of an http.Header field.
