@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -25,13 +26,12 @@ func appendInt(b []byte, n int64) []byte {
 	b = b[:i]
 	for u >= 100 {
 		q := u / 100
-		r := 2 * (u - 100*q)
 		i -= 2
-		b[i], b[i+1] = digitPairs[r], digitPairs[r+1]
+		binary.LittleEndian.PutUint16(b[i:], digitPairs[u%100])
 		u = q
 	}
 	if u >= 10 {
-		b[i-2], b[i-1] = digitPairs[2*u], digitPairs[2*u+1]
+		binary.LittleEndian.PutUint16(b[i-2:], digitPairs[u])
 	} else {
 		b[i-1] = byte('0' + u)
 	}
@@ -55,14 +55,11 @@ var powersOf10 = [20]uint64{
 	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
 }
 
-// digitPairs is "00" to "99", one after the other.
-const digitPairs = "00010203040506070809" +
-	"10111213141516171819" +
-	"20212223242526272829" +
-	"30313233343536373839" +
-	"40414243444546474849" +
-	"50515253545556575859" +
-	"60616263646566676869" +
-	"70717273747576777879" +
-	"80818283848586878889" +
-	"90919293949596979899"
+// digitPairs holds "00" to "99", each as the two bytes of a little-endian
+// uint16, so that a pair is one load and one store.
+var digitPairs = func() (p [100]uint16) {
+	for i := range p {
+		p[i] = uint16('0'+i/10) | uint16('0'+i%10)<<8
+	}
+	return p
+}()
