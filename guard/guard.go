@@ -475,7 +475,9 @@ func (g *Guard) pass(reqCtx context.Context, r keyfuncs.Request, next Next, ch *
 	if !g.reported && !g.NeedsResult() {
 		next(ctx)
 		g.release(reqCtx, ticket, !ch.stopped)
-		g.learn(r, ch, mark)
+		if g.mayLearn(ch, mark) {
+			g.learn(r, ch, mark)
+		}
 		return
 	}
 	var slot *costSlot
@@ -493,7 +495,9 @@ func (g *Guard) pass(reqCtx context.Context, r keyfuncs.Request, next Next, ch *
 	done = true
 	g.release(reqCtx, ticket, !ch.stopped)
 	g.settle(reqCtx, r, ch, uses, res, slot)
-	g.learn(r, ch, mark)
+	if g.mayLearn(ch, mark) {
+		g.learn(r, ch, mark)
+	}
 }
 
 // settle charges or refunds the difference between what each entry of

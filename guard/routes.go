@@ -52,17 +52,23 @@ func (rm *routeMemory) inner(route string) []core.Limit {
 	return nil
 }
 
+// mayLearn reports whether learn has anything to check after the
+// middlewares inside g: entries they added to ch from index mark on, or
+// routes remembered before. Most requests have neither, and pass asks
+// this in line before it calls learn.
+func (g *Guard) mayLearn(ch *chainState, mark int) bool {
+	return mark != len(ch.entries) || g.routes.m.Load() != nil
+}
+
 // learn remembers the limits of the entries that the middlewares inside g
 // added to ch, from index mark on, for r's route, unless r was stopped.
+// Its callers check mayLearn first.
 func (g *Guard) learn(r keyfuncs.Request, ch *chainState, mark int) {
 	if ch.stopped || mark > len(ch.entries) {
 		return
 	}
 	inner := ch.entries[mark:]
 	m := g.routes.m.Load()
-	if len(inner) == 0 && m == nil {
-		return // nothing inside, and nothing ever was: the common case
-	}
 	route := routeOf(r)
 	if route == "" {
 		return

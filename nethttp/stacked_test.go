@@ -103,6 +103,36 @@ func TestAnOuterDenialListsTheRoutesPolicies(t *testing.T) {
 	}
 }
 
+// A route whose inner middleware stops listing its policy (here it skips
+// the request) is remembered with none: the outer middleware's next 429 on
+// the route lists only its own.
+func TestARouteForgetsAnInnerPolicyNoLongerListed(t *testing.T) {
+	app := nethttp.New(newLimiter(t, nil, fixed(3, "app")))
+	search := nethttp.New(newLimiter(t, nil, fixed(10, "search")),
+		nethttp.WithSkip(func(r *http.Request) bool { return r.Header.Get("X-Skip") != "" }))
+	mux := http.NewServeMux()
+	mux.Handle("GET /search", app(search(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))))
+	for i, s := range []struct {
+		skip   bool
+		status int
+		policy string
+	}{
+		{false, 200, `"app";q=3;w=60, "search";q=10;w=60`},
+		{true, 200, `"app";q=3;w=60`},
+		{true, 200, `"app";q=3;w=60`},
+		{false, 429, `"app";q=3;w=60`}, // search was skipped last: the route lists none of it
+	} {
+		req := httptest.NewRequest("GET", "/search", nil)
+		if s.skip {
+			req.Header.Set("X-Skip", "1")
+		}
+		rec := do(mux, req)
+		if rec.Code != s.status || rec.Header().Get("RateLimit-Policy") != s.policy {
+			t.Errorf("step %d: %d %q, want %d %q", i, rec.Code, rec.Header().Get("RateLimit-Policy"), s.status, s.policy)
+		}
+	}
+}
+
 // A middleware further in that cannot decide (its store fails) stops the
 // request: the app-wide one gives its unit back, and the headers it set
 // are brought up to date.
