@@ -84,9 +84,11 @@ type HeaderWriter interface {
 
 // A headerSink is where setHeaders writes one response's headers: the
 // Writer, and its header map when it is a HeaderWriter, asked for once.
+// A HeaderWriter whose ResponseHeader is nil is written to as the Writer
+// it also is, through SetHeaderBytes or SetHeader, not into a nil map.
 type headerSink struct {
 	w Writer
-	h http.Header // w's map, when w is a HeaderWriter
+	h http.Header // w's map, when w is a HeaderWriter; nil otherwise
 }
 
 // sinkOf returns w's headerSink.

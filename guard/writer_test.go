@@ -68,6 +68,29 @@ type mapWriter struct{ recorder }
 
 func (w *mapWriter) ResponseHeader() http.Header { return w.header }
 
+// nilMapWriter is a guard.HeaderWriter whose ResponseHeader is nil.
+type nilMapWriter struct{ recorder }
+
+func (w *nilMapWriter) ResponseHeader() http.Header { return nil }
+
+// TestAHeaderWriterWithoutAMapGetsItsHeadersAsAWriter: a HeaderWriter
+// whose map is nil is written to through SetHeader, as a plain Writer, and
+// gets the same headers, on requests that pass and on a denial.
+func TestAHeaderWriterWithoutAMapGetsItsHeadersAsAWriter(t *testing.T) {
+	e := newEnv(t)
+	plain := mustNew(t, e.limiter(t, fixed(1, time.Minute, "per-minute")))
+	noMap := mustNew(t, e.limiter(t, fixed(1, time.Minute, "per-minute")))
+	for i := range 2 { // the second is denied
+		want := newRecorder()
+		_ = plain.Serve(keyfuncs.FromHTTP(request("192.0.2.1:1")), want, func(context.Context) guard.Result { return guard.Result{} })
+		got := &nilMapWriter{recorder: *newRecorder()}
+		_ = noMap.Serve(keyfuncs.FromHTTP(request("192.0.2.2:1")), got, func(context.Context) guard.Result { return guard.Result{} })
+		if !sameHeader(got.header, want.header) || got.status != want.status || len(got.header) == 0 {
+			t.Errorf("request %d: got %d %v, want %d %v", i, got.status, got.header, want.status, want.header)
+		}
+	}
+}
+
 func sameHeader(a, b http.Header) bool {
 	return maps.EqualFunc(a, b, func(a, b []string) bool { return strings.Join(a, "|") == strings.Join(b, "|") })
 }
