@@ -53,9 +53,10 @@ func (rm *routeMemory) inner(route string) []core.Limit {
 }
 
 // mayLearn reports whether learn has anything to check after the
-// middlewares inside g: entries they added to ch from index mark on, or
-// routes remembered before. Most requests have neither, and pass asks
-// this in line before it calls learn.
+// middlewares inside g: entries of ch other than its first mark (those
+// they added, or fewer than mark, which learn turns away), or routes
+// remembered before. Most requests have neither, and pass asks this in
+// line before it calls learn.
 func (g *Guard) mayLearn(ch *chainState, mark int) bool {
 	return mark != len(ch.entries) || g.routes.m.Load() != nil
 }
