@@ -214,11 +214,14 @@ type taken struct {
 	left int64
 }
 
-// hold records that e holds n more units, charged by d. The receipt goes
-// straight to its place: a Receipt is seven words, which the compiler
-// builds in memory, and each copy of it through a temporary reads back
-// stores just made, 16 bytes at a time, and waits for them to reach the
-// cache.
+// hold records that e holds n more units, charged by d. It takes the
+// Decision, not its Receipt, so that the receipt reaches the entry
+// through one temporary, not two: a Receipt is seven words, which the
+// compiler builds in memory, and each copy of it through a temporary
+// reads back stores just made, 16 bytes at a time, and waits for them to
+// reach the cache. The one left is the compiler's (the entry is on the
+// heap and a Receipt holds a pointer): perf puts about 40% of hold's
+// samples on its copy, about 1% of a net/http request's.
 func (e *entry) hold(d *core.Decision, n int64) {
 	e.held += n
 	if e.took.left == 0 && len(e.more) == 0 {
