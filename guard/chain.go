@@ -220,7 +220,7 @@ type taken struct {
 // compiler builds in memory, and each copy of it through a temporary
 // reads back stores just made, 16 bytes at a time, and waits for them to
 // reach the cache. The one left is the compiler's (the entry is on the
-// heap and a Receipt holds a pointer): perf puts about 40% of hold's
+// heap and a Receipt holds a pointer): perf puts about half of hold's
 // samples on its copy, about 1% of a net/http request's.
 func (e *entry) hold(d *core.Decision, n int64) {
 	e.held += n
