@@ -390,7 +390,12 @@ func (s *Store) TakeBrief(ctx context.Context, plan *engine.Plan, key string, co
 		err = s.apply(&op, &res)
 		return brief(&res, err)
 	}
-	now := s.now()
+	var now int64 // s.now(), in line: its call was a level of calls
+	if s.clock == nil {
+		now = s.sinceBase()
+	} else {
+		now = s.clock.Now().UnixMicro()
+	}
 	h := hashKey(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	if e := sh.t.get(h, key); e != nil && !e.hashed { // as quick does
@@ -738,6 +743,12 @@ func (s *Store) now() int64 {
 	if s.clock != nil {
 		return s.clock.Now().UnixMicro()
 	}
+	return s.sinceBase()
+}
+
+// sinceBase is the default clock: the wall time at New plus the monotonic
+// time elapsed since, in Unix µs.
+func (s *Store) sinceBase() int64 {
 	return s.baseMicro + int64(time.Since(s.base)/time.Microsecond)
 }
 
