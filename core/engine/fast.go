@@ -27,16 +27,16 @@ func fast1(op *Op, l *Limit, now int64, st *State, res *Result) (keep int64, ok 
 	switch take, c := op.Kind == Take, op.Cost; l.Algorithm {
 	case GCRA, TokenBucket:
 		if l.Wide {
-			allowed, remaining, reset, retry, window = fastWide(take, c, l, now, st)
+			allowed, remaining, reset, retry, window, _, _ = fastWide(take, c, l, now, st)
 		} else if l.Algorithm == GCRA {
-			allowed, remaining, reset, retry, window = fastGCRA(take, c, l, now, st)
+			allowed, remaining, reset, retry, window, _, _ = fastGCRA(take, c, l, now, st)
 		} else {
-			allowed, remaining, reset, retry, window = fastToken(take, c, l, now, st)
+			allowed, remaining, reset, retry, window, _, _ = fastToken(take, c, l, now, st)
 		}
 	case SlidingWindow:
-		allowed, remaining, reset, retry, window = fastSliding(take, c, l, now, st)
+		allowed, remaining, reset, retry, window, _, _ = fastSliding(take, c, l, now, st)
 	case FixedWindow:
-		allowed, remaining, reset, retry, window = fastFixed(take, c, l, now, st)
+		allowed, remaining, reset, retry, window, _, _ = fastFixed(take, c, l, now, st)
 	default:
 		return 0, false
 	}
@@ -116,7 +116,7 @@ func gcraStart(l *Limit, now int64, st *State) {
 
 // fastGCRA is the fast path of GCRA (gcra.go): TAT = A + B/Q, and the
 // debt Q·max(TAT − now, 0), capped.
-func fastGCRA(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
+func fastGCRA(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window, lease, keep int64) {
 	q, capa, p := l.Quota, l.Capacity, l.Period
 	gcraStart(l, now, st)
 	limit := DebtFactor * capa * p
@@ -149,12 +149,12 @@ func fastGCRA(take bool, c int64, l *Limit, now int64, st *State) (allowed bool,
 	if e := d2 + (1-capa)*p; e > 0 {
 		window = ceilPos(e, q)
 	}
-	return allowed, remaining, reset, retry, window
+	return allowed, remaining, reset, retry, window, 0, reset
 }
 
 // fastWide is the fast path of a wide GCRA or TokenBucket (wide.go):
 // fastGCRA's steps in 128 bits.
-func fastWide(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
+func fastWide(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window, lease, keep int64) {
 	q, capa, p := l.Quota, l.Capacity, l.Period
 	gcraStart(l, now, st)
 	limit := mul128(DebtFactor*capa, p)
@@ -204,12 +204,12 @@ func fastWide(take bool, c int64, l *Limit, now int64, st *State) (allowed bool,
 	} else if room := mul128(capa-1, p); room.less(debt) {
 		window = debt.minus(room).ceilDiv(q)
 	}
-	return allowed, remaining, reset, retry, window
+	return allowed, remaining, reset, retry, window, 0, reset
 }
 
 // fastToken is the fast path of TokenBucket (tokenbucket.go): A = tokens ×
 // P, refilled Q per µs since B.
-func fastToken(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
+func fastToken(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window, lease, keep int64) {
 	q, capa, p := l.Quota, l.Capacity, l.Period
 	full := capa * p
 	if st.Ident != l.Ident {
@@ -247,12 +247,12 @@ func fastToken(take bool, c int64, l *Limit, now int64, st *State) (allowed bool
 	if a2 < p {
 		window = st.B + ceilPos(p-a2, q) - now
 	}
-	return allowed, remaining, reset, retry, window
+	return allowed, remaining, reset, retry, window, 0, reset
 }
 
 // fastSliding is the fast path of SlidingWindow (slidingwindow.go): A = the
 // current window, B and C the previous and current counts.
-func fastSliding(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
+func fastSliding(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window, lease, keep int64) {
 	q, p, tt := l.Quota, l.Period, now
 	if st.Ident != l.Ident {
 		*st = State{Ident: l.Ident, A: floorDiv(tt, p), Log: st.Log[:0]}
@@ -303,12 +303,12 @@ func fastSliding(take bool, c int64, l *Limit, now int64, st *State) (allowed bo
 			window = retry
 		}
 	}
-	return allowed, remaining, reset, retry, window
+	return allowed, remaining, reset, retry, window, 0, reset
 }
 
 // fastFixed is the fast path of FixedWindow (fixedwindow.go): A = the
 // window, B its count.
-func fastFixed(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window int64) {
+func fastFixed(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, retry, window, lease, keep int64) {
 	q, p := l.Quota, l.Period
 	if st.Ident != l.Ident {
 		*st = State{Ident: l.Ident, A: floorDiv(now, p), Log: st.Log[:0]}
@@ -332,5 +332,5 @@ func fastFixed(take bool, c int64, l *Limit, now int64, st *State) (allowed bool
 	if st.B != 0 {
 		remaining, reset = max(q-st.B, 0), end
 	}
-	return allowed, remaining, reset, retry, window
+	return allowed, remaining, reset, retry, window, 0, reset
 }

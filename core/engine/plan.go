@@ -27,6 +27,7 @@ type Plan struct {
 	// the limits by it, comparing SameLimits to be sure.
 	ID uint64
 
+	take   uint8 // TakeOne's function, in oneTakes
 	values sync.Map
 }
 
@@ -45,6 +46,7 @@ func NewPlan(scope string, limits []Limit) (*Plan, error) {
 	}
 	p := &Plan{Scope: scope, Limits: append([]Limit(nil), limits...)}
 	p.ID = HashLimits(p.Limits)
+	p.take = oneTakeOf(p.Limits)
 	return p, nil
 }
 

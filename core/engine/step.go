@@ -277,39 +277,51 @@ func leaseOf(st *State, now int64) int64 { return max(now, st.B+1) }
 // It changes st as Step does, and returns the Result's numbers as a
 // Brief's fields (Wait is Retry when denied, Delay when allowed; the
 // Result's At is now) and keep, in registers: a Result written to memory
-// would only be read back. It dispatches to the fast path as fast1 does,
-// with a switch of its own rather than a function both call (a level of
-// calls: 2% of a decision); TestTakeOneEqualsStep holds it to Step.
+// would only be read back. It calls the plan's function (chosen by
+// NewPlan from oneTakes): its limit's fast path, or takeSlow. A table
+// indexed by the plan, where TakeOne had a switch on the algorithm and
+// the Wide flag, costs every algorithm the same few instructions (about 10
+// fewer a decision of GCRA or TokenBucket, by callgrind).
+// TestTakeOneEqualsStep holds it to Step's general path.
 func TakeOne(plan *Plan, cost, now int64, st *State) (allowed bool, remaining, reset, wait, window, lease, keep int64) {
-	if !fastPath {
-		return takeSlow(plan, cost, now, st)
-	}
-	switch l := &plan.Limits[0]; l.Algorithm {
-	case GCRA, TokenBucket:
-		if l.Wide {
-			allowed, remaining, reset, wait, window = fastWide(true, cost, l, now, st)
-		} else if l.Algorithm == GCRA {
-			allowed, remaining, reset, wait, window = fastGCRA(true, cost, l, now, st)
-		} else {
-			allowed, remaining, reset, wait, window = fastToken(true, cost, l, now, st)
-		}
-	case SlidingWindow:
-		allowed, remaining, reset, wait, window = fastSliding(true, cost, l, now, st)
-	case FixedWindow:
-		allowed, remaining, reset, wait, window = fastFixed(true, cost, l, now, st)
-	default:
-		return takeSlow(plan, cost, now, st)
-	}
-	// wait is Retry, 0 when allowed, as Delay is on these algorithms; and
-	// so is Lease.
-	return allowed, remaining, reset, wait, window, 0, reset
+	return oneTakes[plan.take&7](true, cost, &plan.Limits[0], now, st)
 }
 
-// takeSlow is TakeOne through the general path, apart so that TakeOne's
-// frame holds no Op or Result.
-func takeSlow(plan *Plan, cost, now int64, st *State) (allowed bool, remaining, reset, wait, window, lease, keep int64) {
+// oneTake is a Take of c (take is true) on limit l's state st at now, with
+// TakeOne's results.
+type oneTake func(take bool, c int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, wait, window, lease, keep int64)
+
+// oneTakes holds TakeOne's functions by Plan.take: takeSlow for a plan
+// whose limit has no fast path (a log, LeakyBucket), of more than one
+// limit, or not made by NewPlan (0); the fast path of its limit's
+// algorithm otherwise (oneTakeOf).
+var oneTakes = [8]oneTake{takeSlow, fastWide, fastGCRA, fastToken, fastSliding, fastFixed, takeSlow, takeSlow}
+
+// oneTakeOf returns the index in oneTakes of a plan of limits: its
+// Plan.take.
+func oneTakeOf(limits []Limit) uint8 {
+	if len(limits) != 1 {
+		return 0
+	}
+	switch l := &limits[0]; {
+	case (l.Algorithm == GCRA || l.Algorithm == TokenBucket) && l.Wide:
+		return 1
+	case l.Algorithm == GCRA:
+		return 2
+	case l.Algorithm == TokenBucket:
+		return 3
+	case l.Algorithm == SlidingWindow:
+		return 4
+	case l.Algorithm == FixedWindow:
+		return 5
+	}
+	return 0
+}
+
+// takeSlow is TakeOne through the general path (take is true: a Take).
+func takeSlow(_ bool, cost int64, l *Limit, now int64, st *State) (allowed bool, remaining, reset, wait, window, lease, keep int64) {
 	var res Result
-	keep = slow1(&Op{Plan: plan, Kind: Take, Cost: cost}, &plan.Limits[0], now, st, &res)
+	keep = slow1(&Op{Kind: Take, Cost: cost}, l, now, st, &res)
 	b := BriefOf(&res)
 	return b.Allowed, b.Remaining, b.Reset, b.Wait, b.Window, b.Lease, keep
 }
