@@ -1,0 +1,309 @@
+package fastclock
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A Clock on this machine's counter (or on time.Since where it has none)
+// reads between two reads of the monotonic clock around it, within 100µs,
+// before and after it starts counting, over several spans.
+func TestAClockTracksTheMonotonicClock(t *testing.T) {
+	t0 := time.Now()
+	mono := func() int64 { return int64(time.Since(t0)) }
+	c := newClock(counter(), func() (int64, bool) { return mono(), true })
+	const tol = 100 * int64(time.Microsecond)
+	counting, reads := int64(0), 0 // counting: the time of the first read that counted
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		before := mono()
+		x := c.Nanos()
+		after := mono()
+		if x < before-tol || x > after+tol {
+			t.Fatalf("read %d: Nanos() = %d, not within %d of [%d, %d] (counting: %v)", reads, x, tol, before, after, c.Counting())
+		}
+		reads++
+		if c.Counting() && counting == 0 {
+			counting = after
+		}
+		if counting != 0 && after-counting > 4*spanNanos || c.ticks == nil && after > minBaseline+4*spanNanos {
+			break
+		}
+	}
+	t.Logf("%d reads in %v; the counter is %v", reads, time.Since(t0), map[bool]string{true: "used", false: "not used here"}[c.ticks != nil])
+	if c.ticks != nil && counting == 0 {
+		t.Fatalf("the Clock never used the counter in %v of reads", time.Since(t0))
+	}
+	if c.ticks == nil && c.Counting() {
+		t.Fatalf("a Clock without a counter says it counts")
+	}
+}
+
+// fake is a counter and a monotonic clock that a test moves: ticks run at
+// num/den per ns from offset, and each read of mono moves it by step.
+type fake struct {
+	mu       sync.Mutex
+	ns       int64
+	step     int64
+	num, den uint64
+	offset   uint64 // ticks at base
+	base     int64  // the ns from which the current rate runs
+	reads    atomic.Int64
+}
+
+func (f *fake) mono() (int64, bool) {
+	f.reads.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ns += f.step
+	return f.ns, true
+}
+
+func (f *fake) ticks() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.offset + uint64(f.ns-f.base)*f.num/f.den
+}
+
+func (f *fake) advance(d time.Duration) {
+	f.mu.Lock()
+	f.ns += int64(d)
+	f.mu.Unlock()
+}
+
+// setRate makes the ticks run at num/den per ns from now on, continuing
+// from the current count.
+func (f *fake) setRate(num, den uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.offset += uint64(f.ns-f.base) * f.num / f.den
+	f.base, f.num, f.den = f.ns, num, den
+}
+
+func newFake() *fake { return &fake{ns: 1_000, num: 5, den: 2, offset: 1 << 40} } // 2.5 GHz
+
+// calibrated returns a Clock of f that counts, having advanced f past the
+// baseline.
+func calibrated(t *testing.T, f *fake) *Clock {
+	t.Helper()
+	c := newClock(f.ticks, f.mono)
+	if c.Counting() {
+		t.Fatal("a new Clock counts before measuring the rate")
+	}
+	for range 12 {
+		f.advance(10 * time.Millisecond)
+		c.Nanos()
+	}
+	if !c.Counting() {
+		t.Fatal("the Clock does not count after 120ms of good samples")
+	}
+	return c
+}
+
+// nanosNear checks that c reads f's time within 1ns (the rate's rounding).
+func nanosNear(t *testing.T, c *Clock, f *fake, what string) {
+	t.Helper()
+	f.mu.Lock()
+	want := f.ns
+	f.mu.Unlock()
+	if got := c.Nanos(); got < want-1 || got > want+1 {
+		t.Fatalf("%s: Nanos() = %d, want %d (counting: %v)", what, got, want, c.Counting())
+	}
+}
+
+func TestAClockCountsOnceItHasMeasuredTheRate(t *testing.T) {
+	f := newFake()
+	c := newClock(f.ticks, f.mono)
+	f.advance(9 * time.Millisecond)
+	nanosNear(t, c, f, "before the baseline") // reads mono: exact
+	if c.Counting() {
+		t.Fatal("the Clock counts after 9ms, less than its baseline")
+	}
+	f.advance(2 * time.Millisecond)
+	c.Nanos()
+	if !c.Counting() {
+		t.Fatal("the Clock does not count after 11ms")
+	}
+	reads := f.reads.Load()
+	for range 50 {
+		f.advance(time.Millisecond) // 50ms: within the span
+		nanosNear(t, c, f, "counting")
+	}
+	if calls := f.reads.Load() - reads; calls != 0 {
+		t.Fatalf("counting, 50 reads read the monotonic clock %d times, want 0", calls)
+	}
+	f.advance(60 * time.Millisecond) // past the span: anchored again
+	nanosNear(t, c, f, "past the span")
+	if !c.Counting() {
+		t.Fatal("the Clock stopped counting at a new anchor of the same rate")
+	}
+}
+
+// When the counter's rate changes (a virtual machine moved to another
+// host), the next anchor finds the prediction off, reads the monotonic
+// clock while it measures the new rate, and then counts at it.
+func TestAClockMeasuresAChangedRateAfresh(t *testing.T) {
+	f := newFake()
+	c := calibrated(t, f)
+	f.setRate(3, 1) // 3 GHz from now
+	f.advance(110 * time.Millisecond)
+	nanosNear(t, c, f, "the first read at the new rate")
+	if c.Counting() {
+		t.Fatal("the Clock still counts after its rate predicted 2.5/3 of the time")
+	}
+	for range 9 {
+		f.advance(time.Millisecond)
+		nanosNear(t, c, f, "measuring the new rate")
+	}
+	for range 10 {
+		f.advance(10 * time.Millisecond)
+		c.Nanos()
+	}
+	if !c.Counting() {
+		t.Fatal("the Clock does not count 109ms after the change")
+	}
+	for range 30 {
+		f.advance(7 * time.Millisecond)
+		nanosNear(t, c, f, "counting at the new rate")
+	}
+}
+
+// A counter that reads behind the anchor (a CPU whose counter lags) is not
+// used for that read.
+func TestAClockReadsTheMonotonicClockWhenTheCounterIsBehind(t *testing.T) {
+	f := newFake()
+	c := calibrated(t, f)
+	behind := f.ticks() - (c.p.Load().tick0 - 1_000)
+	f.mu.Lock()
+	f.offset -= behind // the counter now reads 1,000 ticks before the anchor
+	f.mu.Unlock()
+	reads := f.reads.Load()
+	nanosNear(t, c, f, "behind the anchor")
+	if f.reads.Load() == reads {
+		t.Fatal("a counter behind its anchor was read as a time before it")
+	}
+}
+
+// A sample whose two reads of the monotonic clock are far apart (the
+// goroutine was interrupted between them) is not used to measure the rate.
+func TestAClockIgnoresAWideSample(t *testing.T) {
+	f := newFake()
+	f.step = 3 * int64(time.Microsecond) // each read of mono 3µs after the last: a sample spans 3µs
+	c := newClock(f.ticks, f.mono)
+	for range 30 {
+		f.advance(10 * time.Millisecond)
+		c.Nanos()
+	}
+	if c.Counting() || c.ref.Load() != nil {
+		t.Fatalf("the Clock used samples 3µs wide: counting %v, reference %v", c.Counting(), c.ref.Load())
+	}
+	f.step = int64(time.Microsecond) // 1µs wide: good
+	for range 12 {
+		f.advance(10 * time.Millisecond)
+		c.Nanos()
+	}
+	if !c.Counting() {
+		t.Fatal("the Clock does not count after 120ms of samples 1µs wide")
+	}
+}
+
+// A Clock without a counter reads the monotonic clock every time.
+func TestAClockWithoutACounterReadsTheMonotonicClock(t *testing.T) {
+	f := newFake()
+	c := newClock(nil, f.mono)
+	for range 30 {
+		f.advance(10 * time.Millisecond)
+		nanosNear(t, c, f, "no counter")
+	}
+	if c.Counting() {
+		t.Fatal("a Clock without a counter counts")
+	}
+}
+
+// Readers on many goroutines while the clock runs past several anchors
+// (run under -race) each read a time within the fake's, never behind the
+// time they last read by more than the rate's rounding.
+func TestAClockIsSafeForConcurrentReads(t *testing.T) {
+	f := newFake()
+	c := calibrated(t, f)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last := int64(0)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				x := c.Nanos()
+				if x < last-1 {
+					t.Errorf("read %d after %d", x, last)
+					return
+				}
+				last = x
+			}
+		}()
+	}
+	for range 200 {
+		f.advance(3 * time.Millisecond) // 600ms: six anchors
+		time.Sleep(50 * time.Microsecond)
+	}
+	close(stop)
+	wg.Wait()
+	nanosNear(t, c, f, "after the readers")
+}
+
+// A store made inside a synctest bubble gets a Clock of the bubble's fake
+// time, which a sleep moves.
+func TestForInABubbleFollowsTheFakeClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, at := For(time.Now())
+		if c.ticks != nil {
+			t.Fatal("For in a bubble returned a Clock that reads the counter")
+		}
+		time.Sleep(3 * time.Second)
+		if d := c.Nanos() - at; d != int64(3*time.Second) {
+			t.Fatalf("after a fake 3s sleep the Clock moved %v", time.Duration(d))
+		}
+	})
+}
+
+// Outside a bubble, For returns the process's Clock and its reading now.
+func TestForOutsideABubbleSharesTheProcessClock(t *testing.T) {
+	before := Shared().Nanos()
+	c, at := For(time.Now())
+	if c != Shared() || at < before || at > Shared().Nanos() {
+		t.Fatalf("For(time.Now()) = %p, %d; want Shared() = %p and a reading after %d", c, at, Shared(), before)
+	}
+}
+
+// A Clock made outside a bubble and read inside one (a store shared with
+// a bubble's goroutines) takes no sample there: its rate and anchor are
+// left as they were for the readers outside.
+func TestAClockReadInABubbleKeepsItsCalibration(t *testing.T) {
+	c := New(time.Now())
+	for deadline := time.Now().Add(3 * time.Second); c.ticks != nil && !c.Counting() && time.Now().Before(deadline); {
+		c.Nanos()
+		time.Sleep(time.Millisecond)
+	}
+	if c.ticks != nil && !c.Counting() {
+		t.Fatal("the Clock did not count within 3s")
+	}
+	ref, p := c.ref.Load(), c.p.Load()
+	synctest.Test(t, func(t *testing.T) {
+		for range 3 {
+			c.anchor()
+			time.Sleep(time.Second)
+		}
+	})
+	if c.ref.Load() != ref || c.p.Load() != p {
+		t.Fatalf("reads in a bubble changed the Clock's reference (%v to %v) or anchor (%v to %v)", ref, c.ref.Load(), p, c.p.Load())
+	}
+}
