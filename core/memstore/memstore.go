@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/internal/fastclock"
 	"github.com/tollgate/tollgate/internal/storeflags"
 )
 
@@ -43,9 +44,9 @@ type Store struct {
 	shards    []shard
 	mask      uint64
 	seed      maphash.Seed
-	clock     core.Clock // nil: the monotonic clock below
-	base      time.Time  // wall and monotonic reading at New
-	baseMicro int64      // base in Unix µs
+	clock     core.Clock       // nil: the monotonic clock below
+	mono      *fastclock.Clock // the monotonic clock (fastclock.For)
+	baseMicro int64            // the wall time at New, in Unix µs, less mono's µs then
 	perShard  int
 	maxKeyLen int
 
@@ -159,7 +160,12 @@ func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.swee
 // WithClock sets the clock used for operations whose engine.Op.Now is 0, and by
 // the sweeper. Default: the monotonic clock, read as the wall time at New
 // plus the monotonic time elapsed since (one clock read instead of
-// time.Now's two, and immune to steps of the wall clock).
+// time.Now's two, and immune to steps of the wall clock). On amd64 Linux
+// with the kernel's clock on the CPU's time-stamp counter, the default
+// reads that counter instead, turned into the monotonic clock's time at a
+// rate measured against it and anchored to it again every 100 ms: the
+// same time to within a few microseconds, for about a third of the cost.
+// core.SystemClock() reads time.Now on every operation instead.
 func WithClock(clock core.Clock) Option { return func(c *config) { c.clock = clock } }
 
 // New returns an in-memory store and starts its background goroutine,
@@ -199,7 +205,6 @@ func New(opts ...Option) *Store {
 		mask:      uint64(n - 1),
 		seed:      maphash.MakeSeed(),
 		clock:     c.clock,
-		base:      time.Now(),
 		perShard:  min(c.maxKeys/n, math.MaxInt32), // heap slots are int32
 		maxKeyLen: c.maxKeyLen,
 		stop:      make(chan struct{}),
@@ -208,7 +213,10 @@ func New(opts ...Option) *Store {
 		obs:       c.obs,
 		logger:    c.logger,
 	}
-	s.baseMicro = s.base.UnixMicro()
+	base := time.Now()
+	var at int64
+	s.mono, at = fastclock.For(base)
+	s.baseMicro = base.UnixMicro() - int64(uint64(at)/1000)
 	for i := range s.shards {
 		s.shards[i].seed = s.seed // remove hashes a key again
 	}
@@ -747,9 +755,11 @@ func (s *Store) now() int64 {
 }
 
 // sinceBase is the default clock: the wall time at New plus the monotonic
-// time elapsed since, in Unix µs.
+// time elapsed since, in Unix µs, read through the CPU's counter where
+// the kernel vouches for it (fastclock: about 12 ns a read on amd64
+// Linux, where time.Since costs about 40).
 func (s *Store) sinceBase() int64 {
-	return s.baseMicro + int64(time.Since(s.base)/time.Microsecond)
+	return s.baseMicro + int64(uint64(s.mono.Nanos())/1000)
 }
 
 // Len returns the number of live keys (a key used by Limiters of several
