@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/internal/fastclock"
 )
 
 // Store is a core.Store that decides the Takes of leasable plans in
@@ -21,8 +22,10 @@ type Store struct {
 	conf   config
 	parts  core.Partitioned // shared's, if it has parts; else nil
 
-	base     time.Time // the monotonic clock's origin
-	baseUnix int64     // base in Unix µs
+	base     time.Time        // the monotonic clock's origin
+	baseUnix int64            // base in Unix µs
+	mono     *fastclock.Clock // the monotonic clock (fastclock.For)
+	monoUnix int64            // baseUnix less mono's µs at base: now is monoUnix plus mono's µs
 
 	keys   sync.Map // entryKey → *allowance
 	nkeys  atomic.Int64
@@ -102,6 +105,9 @@ func New(shared core.Store, opts ...Option) (*Store, error) {
 	s.parts, _ = shared.(core.Partitioned)
 	s.base = time.Now()
 	s.baseUnix = s.base.UnixMicro()
+	var at int64
+	s.mono, at = fastclock.For(s.base)
+	s.monoUnix = s.baseUnix - int64(uint64(at)/1000)
 	return s, nil
 }
 
@@ -133,7 +139,7 @@ func (s *Store) now(op *engine.Op) int64 {
 	if s.conf.clock != nil {
 		return s.conf.clock.Now().UnixMicro()
 	}
-	return s.baseUnix + int64(time.Since(s.base)/time.Microsecond)
+	return s.monoUnix + int64(uint64(s.mono.Nanos())/1000) // as memstore's: see fastclock
 }
 
 // Apply implements core.Store: a Take of a leasable plan is decided from
