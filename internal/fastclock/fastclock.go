@@ -6,24 +6,32 @@
 // system stack, the vDSO's clock_gettime, and an RDTSCP that waits for
 // every instruction before it to finish. Reading the counter with RDTSC
 // costs about 12 ns and does not wait. A Clock turns the counter's ticks
-// into the monotonic clock's nanoseconds with a rate it measures against
-// that clock (time.Since), and anchors the two clocks together again every
-// 100 ms of ticks (span), so that a small error in the rate never adds up
-// past a span's share of it.
+// into the monotonic clock's nanoseconds at a rate it measures against
+// that clock (time.Since, from a reference sample, over a baseline of at
+// least 10 ms that grows as the Clock runs), and anchors the two clocks
+// together again every 100 ms of ticks (span), so that an error in the
+// rate never adds up past a span's share of it.
 //
 // The counter is used only where the kernel keeps its own clock on it
 // (Linux with the tsc clocksource: the kernel has checked that it is
-// invariant and synchronised across CPUs) and the CPU says it is
-// invariant; elsewhere, and under the purego build tag, a Clock reads
-// time.Since. A Clock also falls back to time.Since on every read until it
-// has measured the rate over 10 ms, whenever a read of the counter is
-// behind its anchor (a CPU whose counter lags), and when an anchoring
-// finds that the rate it measured predicted the monotonic clock wrongly
-// by more than 0.1% (a migrated virtual machine): it then measures the
-// rate afresh.
+// invariant and synchronised across CPUs), the CPU says it is invariant,
+// and the build is not purego; elsewhere a Clock reads time.Since. A Clock
+// also reads time.Since while it measures the rate (its first 10 ms, and
+// again after any of the cases below), on a read whose counter is behind
+// its anchor (a CPU whose counter lags), and while another goroutine
+// anchors it. It measures the rate afresh when an anchoring finds that the
+// rate predicted the monotonic clock wrongly by more than 50 µs plus 0.1%
+// of the time since the last anchor (a migrated virtual machine; a
+// suspend, during which the counter ran and the monotonic clock did not),
+// when the counter reads far behind its anchor, when a measured rate is
+// one no counter has (31 MHz to 32 GHz), and when it had no read for more
+// than a second while measuring. Anchoring snaps the Clock back to the
+// monotonic clock: a read may then be earlier than one before it, by at
+// most the error just described.
 package fastclock
 
 import (
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -33,24 +41,29 @@ import (
 // A Clock tells the nanoseconds elapsed since it was made, on the
 // monotonic clock. It is safe for concurrent use.
 type Clock struct {
-	p     atomic.Pointer[params] // nil: read mono (not yet calibrated, or learning the rate afresh)
-	ref   atomic.Pointer[sample] // the sample the rate is measured from: the oldest still trusted
-	ticks func() uint64          // the counter; nil: none usable, read mono
-	mono  func() (int64, bool)   // the monotonic clock, in ns since the Clock was made; false: not (see New)
+	st       atomic.Pointer[state] // never nil; replaced whole by the goroutine that holds sampling
+	sampling atomic.Bool           // a goroutine is sampling and anchoring: only one at a time
+	retry    atomic.Int64          // mono's reading before which no sample is tried (after a wide one)
+	ticks    func() uint64         // the counter; nil: none usable, read mono
+	mono     func() (int64, bool)  // the monotonic clock, in ns since the Clock was made; false: not (see New)
 }
 
-// params turn a tick into nanoseconds, for span ticks after tick0.
-type params struct {
-	tick0 uint64 // the counter at the anchor
-	ns0   int64  // the monotonic clock at the anchor
-	mult  uint64 // ns per tick, in 32.32 fixed point
-	span  uint64 // ticks after tick0 for which the params hold; mult × span < 2^64
+// state is a Clock's calibration, replaced whole so that a reader sees a
+// reference sample and an anchor that belong together.
+type state struct {
+	ref      sample // the sample the rate is measured from; zero: none yet
+	counting bool   // the anchor below holds: a read converts the counter
+	tick0    uint64 // the counter at the anchor
+	ns0      int64  // the monotonic clock at the anchor
+	mult     uint64 // ns per tick, in 32.32 fixed point, minMult to maxMult
+	span     uint64 // ticks after tick0 for which the anchor holds; span × mult < 2^64
 }
 
-// A sample is one instant on both clocks.
+// A sample is one instant on both clocks; set is false for none.
 type sample struct {
 	tick uint64
 	ns   int64
+	set  bool
 }
 
 const (
@@ -65,10 +78,24 @@ const (
 	// sample at every anchor after, over an ever longer baseline, and its
 	// error falls as the baseline grows.
 	minBaseline = 10 * int64(time.Millisecond)
+	// maxMeasuring is how long a reference sample may wait, while the
+	// Clock measures, before it is too old to trust (a suspend may lie
+	// between it and the next read): the next sample replaces it.
+	maxMeasuring = int64(time.Second)
 	// maxSampleWidth bounds the time a sample's two reads of the monotonic
 	// clock (about 40ns each), around its read of the counter, may span: a
 	// wider one was interrupted, and its instant is not known well enough.
+	// After one, no sample is tried for retryAfter.
 	maxSampleWidth = 2 * int64(time.Microsecond)
+	retryAfter     = int64(time.Millisecond)
+	// minMult and maxMult bound the rate: a counter of 31 MHz to 32 GHz.
+	// A rate outside was measured across a jump of the counter.
+	minMult = 1 << 27 // 1/32 ns a tick
+	maxMult = 32 << 32
+	// maxLag is how far behind its anchor a read of the counter may be and
+	// still be a CPU whose counter lags a little: farther, the counter went
+	// back, and the rate is measured afresh.
+	maxLag = 1 << 20 // ticks: 0.4 ms at 2.4 GHz
 )
 
 // For returns the Clock for a store that starts at start, a reading of
@@ -101,10 +128,13 @@ var (
 // New returns a Clock that starts at start, a reading of time.Now with a
 // monotonic reading, and reads the counter where it can.
 //
-// Called from inside a synctest bubble, time.Since(start) is the bubble's
+// Read from inside a synctest bubble, time.Since(start) is the bubble's
 // fake time (which starts in 2000) less start's wall time: negative. The
-// Clock then neither samples nor anchors (the counter knows no fake time),
-// and returns that reading as it is, as time.Since would have.
+// Clock then takes no sample and leaves its calibration alone (the counter
+// knows no fake time). While it counts, it goes on reading real time,
+// from the counter; while it measures, it returns that negative reading,
+// as time.Since did: a store made outside a bubble and used inside one
+// reads real time, then, and not the bubble's.
 func New(start time.Time) *Clock {
 	return newClock(counter(), func() (int64, bool) {
 		d := time.Since(start)
@@ -116,19 +146,19 @@ func New(start time.Time) *Clock {
 // monotonic clock mono, whose false says it is not (see New).
 func newClock(ticks func() uint64, mono func() (int64, bool)) *Clock {
 	c := &Clock{ticks: ticks, mono: mono}
+	st := new(state)
 	if ticks != nil {
-		if s, ok := c.sample(); ok {
-			c.ref.Store(s.copy())
-		}
+		st.ref, _ = c.sample()
 	}
+	c.st.Store(st)
 	return c
 }
 
 // Nanos returns the nanoseconds elapsed since the Clock was made.
 func (c *Clock) Nanos() int64 {
-	if p := c.p.Load(); p != nil {
-		if d := c.ticks() - p.tick0; d < p.span { // also false when the counter reads behind tick0
-			return p.ns0 + int64(d*p.mult>>32)
+	if s := c.st.Load(); s.counting {
+		if d := c.ticks() - s.tick0; d < s.span { // also false when the counter reads behind tick0
+			return s.ns0 + int64(d*s.mult>>32)
 		}
 	}
 	return c.anchor()
@@ -136,72 +166,99 @@ func (c *Clock) Nanos() int64 {
 
 // Counting reports whether the Clock reads the counter now, rather than
 // the monotonic clock on every read.
-func (c *Clock) Counting() bool { return c.p.Load() != nil }
+func (c *Clock) Counting() bool { return c.st.Load().counting }
 
-// anchor is Nanos when the current params do not hold: it reads the
-// monotonic clock, and anchors the counter to it again when it can, with
-// the rate measured since the reference sample.
+// anchor is Nanos when the anchor does not hold: it reads the monotonic
+// clock, and, when no other goroutine is doing it, takes a sample and
+// moves the Clock to its next state (next).
 func (c *Clock) anchor() int64 {
 	ns, ok := c.mono()
-	if !ok || c.ticks == nil {
+	if !ok {
+		if s := c.st.Load(); s.counting { // see New: real time, from the anchor
+			return s.extend(c.ticks())
+		}
 		return ns
 	}
-	if ref := c.ref.Load(); ref != nil && c.p.Load() == nil && ns-ref.ns < minBaseline {
+	if c.ticks == nil {
+		return ns
+	}
+	if s := c.st.Load(); s.ref.set && !s.counting && ns-s.ref.ns >= 0 && ns-s.ref.ns < minBaseline {
 		return ns // still measuring the rate: one read of mono
 	}
+	if ns < c.retry.Load() || !c.sampling.CompareAndSwap(false, true) {
+		return ns // a sample was wide a moment ago, or another goroutine is anchoring
+	}
+	defer c.sampling.Store(false)
 	now, ok := c.sample()
 	if !ok {
+		c.retry.Store(ns + retryAfter)
 		return ns
 	}
-	ref := c.ref.Load()
-	if ref == nil || now.tick <= ref.tick || now.ns <= ref.ns {
-		c.ref.Store(now.copy()) // the first good sample, or a counter that went back: start afresh
-		return now.ns
+	if n := next(c.st.Load(), now); n != nil {
+		c.st.Store(n) // only the goroutine that holds sampling writes st
 	}
-	old := c.p.Load()
-	if old != nil && wrong(old, now) {
-		// The rate no longer holds (the counter changed speed, or jumped):
-		// measure it again from here, reading mono meanwhile.
-		c.ref.Store(now.copy())
-		c.p.CompareAndSwap(old, nil)
-		return now.ns
-	}
-	dn, dt := uint64(now.ns-ref.ns), now.tick-ref.tick
-	if int64(dn) < minBaseline || dn>>32 >= dt { // too short to measure; or a counter slower than 1 tick a ns>>32, which none is
-		return now.ns
-	}
-	mult, _ := bits.Div64(dn>>32, dn<<32, dt)
-	if mult == 0 {
-		return now.ns
-	}
-	span := min(uint64(spanNanos)<<32/mult, ^uint64(0)/mult)
-	c.p.CompareAndSwap(old, &params{tick0: now.tick, ns0: now.ns, mult: mult, span: span})
 	return now.ns
 }
 
-// wrong reports whether p's prediction of now's nanoseconds from its tick
-// is off by more than 0.1% of the time since p's anchor, and 50µs.
-func wrong(p *params, now sample) bool {
-	d := now.tick - p.tick0
-	if now.tick < p.tick0 {
-		return true
+// next returns the state that follows s after sample now, or nil when s
+// stays as it is.
+func next(s *state, now sample) *state {
+	afresh := &state{ref: now}
+	switch {
+	case !s.ref.set || now.tick <= s.ref.tick || now.ns <= s.ref.ns:
+		return afresh // the first sample, or a counter that went back
+	case s.counting && now.tick < s.tick0:
+		if s.tick0-now.tick <= maxLag {
+			return nil // this CPU's counter lags a little: nothing to learn
+		}
+		return afresh
+	case s.counting && wrong(s, now):
+		return afresh
+	case !s.counting && now.ns-s.ref.ns > maxMeasuring:
+		return afresh
 	}
-	hi, lo := bits.Mul64(d, p.mult)
-	if hi>>32 != 0 {
+	dn, dt := uint64(now.ns-s.ref.ns), now.tick-s.ref.tick
+	if int64(dn) < minBaseline {
+		return nil
+	}
+	if dn>>32 >= dt { // below 2^-32 ticks a ns: far below minMult
+		return afresh
+	}
+	mult, _ := bits.Div64(dn>>32, dn<<32, dt)
+	if mult < minMult || mult > maxMult {
+		return afresh
+	}
+	// span × mult ≤ spanNanos·2^32 < 2^59: a read within it never overflows.
+	return &state{ref: s.ref, counting: true, tick0: now.tick, ns0: now.ns, mult: mult, span: uint64(spanNanos) << 32 / mult}
+}
+
+// wrong reports whether s's prediction of now's nanoseconds from its tick
+// (at or after s.tick0) is off by more than 0.1% of the time since s's
+// anchor, and 50µs.
+func wrong(s *state, now sample) bool {
+	hi, lo := bits.Mul64(now.tick-s.tick0, s.mult)
+	if hi>>31 != 0 {
 		return true // a prediction past 2^63 ns: the counter jumped
 	}
-	predicted := p.ns0 + int64(hi<<32|lo>>32)
-	elapsed := now.ns - p.ns0
-	off := predicted - now.ns
+	off := s.ns0 + int64(hi<<32|lo>>32) - now.ns
 	if off < 0 {
 		off = -off
 	}
-	return off > 50*int64(time.Microsecond)+elapsed/1000
+	return off > 50*int64(time.Microsecond)+(now.ns-s.ns0)/1000
 }
 
-// copy returns a copy of s on the heap: taking s's address would move
-// every caller's sample there, on every read that anchors.
-func (s sample) copy() *sample { return &s }
+// extend returns s's prediction at tick t, past its span as well: for the
+// reads of New's bubble case only.
+func (s *state) extend(t uint64) int64 {
+	if t < s.tick0 {
+		return s.ns0
+	}
+	hi, lo := bits.Mul64(t-s.tick0, s.mult)
+	if hi>>31 != 0 {
+		return math.MaxInt64
+	}
+	return s.ns0 + int64(hi<<32|lo>>32)
+}
 
 // sample reads the counter between two reads of the monotonic clock, and
 // reports false when they are too far apart to place it.
@@ -212,5 +269,5 @@ func (c *Clock) sample() (sample, bool) {
 	if !ok1 || !ok2 || after-before > maxSampleWidth || after < before {
 		return sample{}, false
 	}
-	return sample{tick: t, ns: before + (after-before)/2}, true
+	return sample{tick: t, ns: before + (after-before)/2, set: true}, true
 }

@@ -62,10 +62,12 @@ func (f *fake) mono() (int64, bool) {
 	return f.ns, true
 }
 
+// ticks reads the counter as of half a step after mono's last reading:
+// between a sample's two reads of mono, whose middle is its instant.
 func (f *fake) ticks() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.offset + uint64(f.ns-f.base)*f.num/f.den
+	return f.offset + uint64(f.ns+f.step/2-f.base)*f.num/f.den
 }
 
 func (f *fake) advance(d time.Duration) {
@@ -171,19 +173,28 @@ func TestAClockMeasuresAChangedRateAfresh(t *testing.T) {
 	}
 }
 
-// A counter that reads behind the anchor (a CPU whose counter lags) is not
-// used for that read.
+// A counter that reads a little behind the anchor (a CPU whose counter
+// lags) is not used for that read, and the Clock goes on counting; one
+// far behind (a counter that went back) makes it measure the rate afresh.
 func TestAClockReadsTheMonotonicClockWhenTheCounterIsBehind(t *testing.T) {
-	f := newFake()
-	c := calibrated(t, f)
-	behind := f.ticks() - (c.p.Load().tick0 - 1_000)
-	f.mu.Lock()
-	f.offset -= behind // the counter now reads 1,000 ticks before the anchor
-	f.mu.Unlock()
-	reads := f.reads.Load()
-	nanosNear(t, c, f, "behind the anchor")
-	if f.reads.Load() == reads {
-		t.Fatal("a counter behind its anchor was read as a time before it")
+	for _, tc := range []struct {
+		behind   uint64
+		counting bool
+	}{{1_000, true}, {maxLag, true}, {maxLag + 1, false}, {1 << 40, false}} {
+		f := newFake()
+		c := calibrated(t, f)
+		back := f.ticks() - (c.st.Load().tick0 - tc.behind)
+		f.mu.Lock()
+		f.offset -= back // the counter now reads tc.behind ticks before the anchor
+		f.mu.Unlock()
+		reads := f.reads.Load()
+		nanosNear(t, c, f, "behind the anchor")
+		if f.reads.Load() == reads {
+			t.Fatalf("%d ticks behind: a counter behind its anchor was read as a time before it", tc.behind)
+		}
+		if c.Counting() != tc.counting {
+			t.Fatalf("%d ticks behind its anchor: counting %v, want %v", tc.behind, c.Counting(), tc.counting)
+		}
 	}
 }
 
@@ -197,8 +208,8 @@ func TestAClockIgnoresAWideSample(t *testing.T) {
 		f.advance(10 * time.Millisecond)
 		c.Nanos()
 	}
-	if c.Counting() || c.ref.Load() != nil {
-		t.Fatalf("the Clock used samples 3µs wide: counting %v, reference %v", c.Counting(), c.ref.Load())
+	if c.Counting() || c.st.Load().ref.set {
+		t.Fatalf("the Clock used samples 3µs wide: counting %v, reference %+v", c.Counting(), c.st.Load().ref)
 	}
 	f.step = int64(time.Microsecond) // 1µs wide: good
 	for range 12 {
@@ -296,14 +307,113 @@ func TestAClockReadInABubbleKeepsItsCalibration(t *testing.T) {
 	if c.ticks != nil && !c.Counting() {
 		t.Fatal("the Clock did not count within 3s")
 	}
-	ref, p := c.ref.Load(), c.p.Load()
+	st, before := c.st.Load(), c.Nanos()
 	synctest.Test(t, func(t *testing.T) {
 		for range 3 {
-			c.anchor()
+			if x := c.anchor(); c.Counting() && x < before {
+				t.Errorf("a read in a bubble of a counting Clock = %d, before the %d read outside it", x, before)
+			}
 			time.Sleep(time.Second)
 		}
 	})
-	if c.ref.Load() != ref || c.p.Load() != p {
-		t.Fatalf("reads in a bubble changed the Clock's reference (%v to %v) or anchor (%v to %v)", ref, c.ref.Load(), p, c.p.Load())
+	if c.st.Load() != st {
+		t.Fatalf("reads in a bubble changed the Clock's state from %+v to %+v", st, c.st.Load())
+	}
+}
+
+// A jump of the counter while the Clock measures its rate (a suspend, in
+// which the counter ran and the monotonic clock did not) gives a rate no
+// counter has: the Clock measures again from after the jump, and never
+// counts at the wrong rate (which froze it for hours before).
+func TestAClockMeasuresAgainAfterAJumpWhileMeasuring(t *testing.T) {
+	f := newFake()
+	c := newClock(f.ticks, f.mono)
+	f.advance(5 * time.Millisecond)
+	c.Nanos()
+	f.mu.Lock()
+	f.offset += uint64(time.Hour) * 5 / 2 // an hour of ticks at 2.5 GHz
+	f.mu.Unlock()
+	f.advance(6 * time.Millisecond)
+	nanosNear(t, c, f, "after the jump")
+	if c.Counting() {
+		t.Fatalf("the Clock counts at a rate measured across a jump: %+v", c.st.Load())
+	}
+	for range 3 {
+		f.advance(5 * time.Millisecond)
+		c.Nanos()
+	}
+	if !c.Counting() {
+		t.Fatal("the Clock does not count 15ms after the jump")
+	}
+	for range 20 {
+		f.advance(30 * time.Millisecond)
+		nanosNear(t, c, f, "counting after the jump")
+	}
+}
+
+// A reference sample older than a second while the Clock measures (no
+// read since: a suspend may lie between) is replaced, not used.
+func TestAClockDropsAStaleReference(t *testing.T) {
+	f := newFake()
+	c := newClock(f.ticks, f.mono)
+	ref := c.st.Load().ref
+	f.advance(2 * time.Second)
+	nanosNear(t, c, f, "after 2s without a read")
+	if c.Counting() || c.st.Load().ref == ref {
+		t.Fatalf("the Clock measured from a reference 2s old: %+v", c.st.Load())
+	}
+}
+
+// An anchoring measures the rate afresh when the last one's rate was off
+// by more than 50µs + 0.1% of the span (here 0.2%: 220µs over 110ms), and
+// goes on counting when it was off by less (0.02%: 22µs).
+func TestAClockToleratesASmallRateErrorOnly(t *testing.T) {
+	for _, tc := range []struct {
+		num, den uint64 // the new rate, against 5/2
+		counting bool
+	}{{5010, 2000, false}, {5001, 2000, true}} {
+		f := newFake()
+		c := calibrated(t, f)
+		f.setRate(tc.num, tc.den)
+		f.advance(110 * time.Millisecond)
+		c.Nanos()
+		if c.Counting() != tc.counting {
+			t.Fatalf("rate %d/%d after 5/2: counting %v after a span, want %v", tc.num, tc.den, c.Counting(), tc.counting)
+		}
+	}
+}
+
+// A sample's instant is the middle of its two reads of the monotonic
+// clock, where the counter was read between them.
+func TestASampleIsAtTheMiddleOfItsReads(t *testing.T) {
+	f := newFake()
+	f.step = int64(time.Microsecond)
+	c := calibrated(t, f)
+	f.step = 0
+	for range 5 {
+		f.advance(3 * time.Millisecond)
+		nanosNear(t, c, f, "anchored on samples 1µs wide")
+	}
+}
+
+// After a wide sample, reads for the next millisecond read the monotonic
+// clock once each and try no sample.
+func TestAClockWaitsAfterAWideSample(t *testing.T) {
+	f := newFake()
+	c := calibrated(t, f)
+	f.advance(110 * time.Millisecond) // past the span
+	f.step = 3 * int64(time.Microsecond)
+	reads := f.reads.Load()
+	for range 10 {
+		c.Nanos()
+	}
+	if n := f.reads.Load() - reads; n != 3+9 {
+		t.Fatalf("10 reads after a wide sample read mono %d times, want 12 (one sample, then one read each)", n)
+	}
+	f.step = 0
+	f.advance(2 * time.Millisecond)
+	c.Nanos()
+	if !c.Counting() {
+		t.Fatal("the Clock does not anchor again 2ms after a wide sample")
 	}
 }
