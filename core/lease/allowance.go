@@ -566,16 +566,19 @@ func (s *Store) giveBack(a *allowance, lots []lot, opNow int64) {
 			s.stats.expired.Add(l.n) // (a fixed window's units past its window's end: nothing to give back)
 			continue
 		}
+		var deadline time.Time
+		if l.deadline != 0 && opNow == 0 && s.conf.clock == nil {
+			// The shared store refuses work past the caller's deadline
+			// (the Redis store converts it to its clock, never later),
+			// so the refund lands before the window ends, or not at all.
+			deadline = time.Now().Add(time.Duration(l.deadline-now) * time.Microsecond)
+		}
 		s.track.add()
 		go func(l lot) {
 			defer s.track.done()
 			ctx, cancel := context.WithTimeout(context.Background(), s.conf.timeout)
-			if l.deadline != 0 && opNow == 0 && s.conf.clock == nil {
-				// The shared store refuses work past the caller's
-				// deadline (the Redis store converts it to its clock,
-				// never later), so the refund lands before the window
-				// ends, or not at all.
-				d := s.base.Add(time.Duration(l.deadline-s.baseUnix) * time.Microsecond)
+			if !deadline.IsZero() {
+				d := deadline
 				var c2 context.CancelFunc
 				ctx, c2 = context.WithDeadline(ctx, d)
 				defer c2()

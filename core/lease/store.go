@@ -22,10 +22,8 @@ type Store struct {
 	conf   config
 	parts  core.Partitioned // shared's, if it has parts; else nil
 
-	base     time.Time        // the monotonic clock's origin
-	baseUnix int64            // base in Unix µs
 	mono     *fastclock.Clock // the monotonic clock (fastclock.For)
-	monoUnix int64            // baseUnix less mono's µs at base: now is monoUnix plus mono's µs
+	monoUnix int64            // the Unix µs at New less mono's µs then: now is monoUnix plus mono's µs
 
 	keys   sync.Map // entryKey → *allowance
 	nkeys  atomic.Int64
@@ -103,11 +101,10 @@ func New(shared core.Store, opts ...Option) (*Store, error) {
 		s.recent = newRecent(s.conf.maxKeys, s.conf.renew.Microseconds())
 	}
 	s.parts, _ = shared.(core.Partitioned)
-	s.base = time.Now()
-	s.baseUnix = s.base.UnixMicro()
+	base := time.Now()
 	var at int64
-	s.mono, at = fastclock.For(s.base)
-	s.monoUnix = s.baseUnix - int64(uint64(at)/1000)
+	s.mono, at = fastclock.For(base)
+	s.monoUnix = base.UnixMicro() - at/1000
 	return s, nil
 }
 
@@ -139,7 +136,7 @@ func (s *Store) now(op *engine.Op) int64 {
 	if s.conf.clock != nil {
 		return s.conf.clock.Now().UnixMicro()
 	}
-	return s.monoUnix + int64(uint64(s.mono.Nanos())/1000) // as memstore's: see fastclock
+	return s.monoUnix + s.mono.Nanos()/1000 // as memstore's: see fastclock
 }
 
 // Apply implements core.Store: a Take of a leasable plan is decided from
