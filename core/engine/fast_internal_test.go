@@ -240,3 +240,39 @@ func TestTakeOneEqualsStep(t *testing.T) {
 		}
 	}
 }
+
+// NewPlan picks each single limit's fast path for TakeOne, and takeSlow
+// for the rest: an algorithm sent to the slow path would still decide
+// right (TestTakeOneEqualsStep) but lose its speed unseen.
+func TestNewPlanPicksTakeOnesFunction(t *testing.T) {
+	gcra, _ := Compile(Spec{Algorithm: GCRA, Quota: 10, Period: time.Second})
+	for _, tc := range []struct {
+		spec Spec
+		want uint8
+	}{
+		{Spec{Algorithm: GCRA, Quota: 10, Period: time.Second}, 2},
+		{Spec{Algorithm: TokenBucket, Quota: 10, Period: time.Second}, 3},
+		{Spec{Algorithm: SlidingWindow, Quota: 10, Period: time.Second}, 4},
+		{Spec{Algorithm: FixedWindow, Quota: 10, Period: time.Second}, 5},
+		{Spec{Algorithm: GCRA, Quota: 1 << 40, Period: 370 * 24 * time.Hour}, 1},
+		{Spec{Algorithm: TokenBucket, Quota: 1 << 40, Period: 370 * 24 * time.Hour}, 1},
+		{Spec{Algorithm: SlidingWindow, Quota: 1 << 40, Period: 370 * 24 * time.Hour}, 4},
+		{Spec{Algorithm: LeakyBucket, Quota: 10, Period: time.Second}, 0},
+		{Spec{Algorithm: SlidingLog, Quota: 10, Period: time.Second}, 0},
+		{Spec{Algorithm: BucketedWindow, Quota: 10, Period: time.Second}, 0},
+		{Spec{Algorithm: Concurrency, Quota: 3, Period: time.Second}, 0},
+	} {
+		l, err := Compile(tc.spec)
+		if err != nil {
+			t.Fatalf("Compile(%+v): %v", tc.spec, err)
+		}
+		plan, _ := NewPlan("", []Limit{l})
+		if plan.take != tc.want {
+			t.Errorf("%s (wide %v): take = %d, want %d", l.Algorithm, l.Wide, plan.take, tc.want)
+		}
+	}
+	two, _ := NewPlan("", []Limit{gcra, gcra})
+	if two.take != 0 {
+		t.Errorf("a plan of two limits: take = %d, want 0", two.take)
+	}
+}

@@ -336,7 +336,8 @@ func step1(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	return slow1(op, l, now, st, res)
 }
 
-// fastPath turns the fast path on; tests turn it off to compare.
+// fastPath turns Step's fast path on; tests turn it off to compare. TakeOne
+// does not read it: its plan chose its function at NewPlan.
 var fastPath = true
 
 // slow1 is step1 through the general path.
