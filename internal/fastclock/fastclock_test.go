@@ -160,16 +160,23 @@ func TestAClockMeasuresAChangedRateAfresh(t *testing.T) {
 		f.advance(time.Millisecond)
 		nanosNear(t, c, f, "measuring the new rate")
 	}
-	for range 10 {
-		f.advance(10 * time.Millisecond)
-		c.Nanos()
-	}
-	if !c.Counting() {
-		t.Fatal("the Clock does not count 109ms after the change")
-	}
+	countsAgain(t, c, f, 10, 10*time.Millisecond, "109ms after the change")
 	for range 30 {
 		f.advance(7 * time.Millisecond)
 		nanosNear(t, c, f, "counting at the new rate")
+	}
+}
+
+// countsAgain advances f n times by d, reading c each time, and checks
+// that c counts then.
+func countsAgain(t *testing.T, c *Clock, f *fake, n int, d time.Duration, when string) {
+	t.Helper()
+	for range n {
+		f.advance(d)
+		c.Nanos()
+	}
+	if !c.Counting() {
+		t.Fatalf("the Clock does not count %s", when)
 	}
 }
 
@@ -338,13 +345,7 @@ func TestAClockMeasuresAgainAfterAJumpWhileMeasuring(t *testing.T) {
 	if c.Counting() {
 		t.Fatalf("the Clock counts at a rate measured across a jump: %+v", c.st.Load())
 	}
-	for range 3 {
-		f.advance(5 * time.Millisecond)
-		c.Nanos()
-	}
-	if !c.Counting() {
-		t.Fatal("the Clock does not count 15ms after the jump")
-	}
+	countsAgain(t, c, f, 3, 5*time.Millisecond, "15ms after the jump")
 	for range 20 {
 		f.advance(30 * time.Millisecond)
 		nanosNear(t, c, f, "counting after the jump")
