@@ -30,6 +30,12 @@ const maxCauses = 64
 type Logger struct {
 	out *slog.Logger // nil: slog.Default()
 
+	// counts is held by flush and Flush from taking a cause's pending
+	// count until its line is written, so that a Flush returns after the
+	// line of a flush that was under way: its caller's next line (a
+	// circuit breaker closing) then comes after every count. It is taken
+	// before mu.
+	counts sync.Mutex
 	mu     sync.Mutex
 	causes map[string]*cause
 }
@@ -125,6 +131,8 @@ func (l *Logger) Flush() {
 		attrs []slog.Attr
 	}
 	var lines []line
+	l.counts.Lock()
+	defer l.counts.Unlock()
 	now := time.Now()
 	l.mu.Lock()
 	for _, c := range l.causes {
@@ -147,6 +155,8 @@ func (l *Logger) Flush() {
 
 // flush writes the line that counts c's pending occurrences.
 func (l *Logger) flush(c *cause) {
+	l.counts.Lock()
+	defer l.counts.Unlock()
 	l.mu.Lock()
 	n, level, msg, attrs := c.pending, c.level, c.msg, c.attrs
 	c.pending, c.attrs, c.timer = 0, nil, nil

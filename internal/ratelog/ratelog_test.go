@@ -101,3 +101,58 @@ func TestFlushWritesPendingCountsNow(t *testing.T) {
 		}
 	})
 }
+
+// blockingHandler records the messages it writes, and holds the first line
+// with a "repeated" count until release is closed, having closed entered.
+type blockingHandler struct {
+	slog.Handler
+	entered, release chan struct{}
+	held             atomic.Bool
+	lines            chan string
+}
+
+func (h *blockingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *blockingHandler) Handle(ctx context.Context, r slog.Record) error {
+	repeated := false
+	r.Attrs(func(a slog.Attr) bool { repeated = repeated || a.Key == "repeated"; return true })
+	if repeated && h.held.CompareAndSwap(false, true) {
+		close(h.entered)
+		<-h.release
+	}
+	h.lines <- r.Message
+	return nil
+}
+
+// A Flush returns only after the line of a flush under way (an Interval's
+// timer that took a count just before) is written: the caller's next line,
+// a circuit breaker closing, must come after every count of the outage.
+func TestFlushWaitsForAFlushUnderWay(t *testing.T) {
+	h := &blockingHandler{Handler: slog.DiscardHandler, entered: make(chan struct{}), release: make(chan struct{}), lines: make(chan string, 10)}
+	l := New(slog.New(h))
+	ctx := context.Background()
+	l.Log(ctx, "k", 1, slog.LevelWarn, "failed") // written at once
+	l.Log(ctx, "k", 1, slog.LevelWarn, "failed") // counted
+	<-h.lines
+	l.mu.Lock()
+	c := l.causes["k"]
+	l.mu.Unlock()
+	go l.flush(c) // as the Interval's timer would
+	<-h.entered
+	done := make(chan struct{})
+	go func() {
+		l.Flush()
+		h.lines <- "after Flush"
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("Flush returned while a flush was writing its count")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(h.release)
+	<-done
+	if first, second := <-h.lines, <-h.lines; first != "failed" || second != "after Flush" {
+		t.Fatalf("lines %q, %q: want the count's line, then Flush's return", first, second)
+	}
+}
