@@ -10,24 +10,32 @@
 // that clock (time.Since, from a reference sample, over a baseline of at
 // least 10 ms that grows as the Clock runs), and anchors the two clocks
 // together again every 100 ms of ticks (span), so that an error in the
-// rate never adds up past a span's share of it.
+// rate never adds up past a span's share of it. A rate just measured is
+// tried first: the Clock counts by it only once its anchor has predicted
+// a sample 10 ms later.
 //
 // The counter is used only where the kernel keeps its own clock on it
 // (Linux with the tsc clocksource: the kernel has checked that it is
 // invariant and synchronised across CPUs), the CPU says it is invariant,
 // and the build is not purego; elsewhere a Clock reads time.Since. A Clock
-// also reads time.Since while it measures the rate (its first 10 ms, and
-// again after any of the cases below), on a read whose counter is behind
-// its anchor (a CPU whose counter lags), and while another goroutine
-// anchors it. It measures the rate afresh when an anchoring finds that the
-// rate predicted the monotonic clock wrongly by more than 50 µs plus 0.1%
-// of the time since the last anchor (a migrated virtual machine; a
-// suspend, during which the counter ran and the monotonic clock did not),
-// when the counter reads far behind its anchor, when a measured rate is
-// one no counter has (31 MHz to 32 GHz), and when it had no read for more
-// than a second while measuring. Anchoring snaps the Clock back to the
-// monotonic clock: a read may then be earlier than one before it, by at
-// most the error just described.
+// also reads time.Since while it measures and tries the rate (its first
+// 20 ms, and again after any of the cases below), on a read whose counter
+// is behind its anchor (a CPU whose counter lags), and while another
+// goroutine anchors it. It measures the rate afresh when an anchoring
+// finds that the rate predicted the monotonic clock wrongly by more than
+// 50 µs plus 0.1% of the time since the anchor (a migrated virtual
+// machine; a suspend, during which the counter ran and the monotonic clock
+// did not), when the counter reads far behind its anchor, when a measured
+// rate is one no counter has (31 MHz to 32 GHz), and when it had no read
+// for more than a second while measuring.
+//
+// While the counter keeps the rate measured, a read is within that
+// 50 µs + 0.1% of the monotonic clock (typically within a microsecond),
+// and an anchoring may step the Clock back by as much. When the counter
+// jumps or changes rate within a span, reads are off by up to the jump
+// (a suspend's length, say) until the span ends, at most 100 ms of ticks
+// later; the anchoring then finds the error and steps the Clock to the
+// monotonic clock, back if it was ahead.
 package fastclock
 
 import (
@@ -53,6 +61,7 @@ type Clock struct {
 type state struct {
 	ref      sample // the sample the rate is measured from; zero: none yet
 	counting bool   // the anchor below holds: a read converts the counter
+	trial    bool   // the anchor below awaits a sample minBaseline later that it predicts: reads still take mono
 	tick0    uint64 // the counter at the anchor
 	ns0      int64  // the monotonic clock at the anchor
 	mult     uint64 // ns per tick, in 32.32 fixed point, minMult to maxMult
@@ -70,13 +79,13 @@ const (
 	// spanNanos is how long (in ticks, as the rate converts them) an anchor
 	// is used before the clocks are anchored together again.
 	spanNanos = 100 * int64(time.Millisecond)
-	// minBaseline is the least time over which the rate is measured before
-	// the counter is used. Each sample's instant is known to within half
-	// its width, typically 0.1µs and at most maxSampleWidth: the rate is
-	// then off by 10^-5 typically, 2·10^-4 at worst, which a span turns
-	// into 1µs, 20µs at worst. The rate is measured from the same reference
-	// sample at every anchor after, over an ever longer baseline, and its
-	// error falls as the baseline grows.
+	// minBaseline is the least time over which the rate is measured, and
+	// then tried, before the counter is used. Each sample's instant is
+	// known to within half its width, typically 0.1µs and at most
+	// maxSampleWidth: the rate is then off by 10^-5 typically, 2·10^-4 at
+	// worst, which a span turns into 1µs, 20µs at worst. The rate is
+	// measured from the same reference sample at every anchor after, over
+	// an ever longer baseline, and its error falls as the baseline grows.
 	minBaseline = 10 * int64(time.Millisecond)
 	// maxMeasuring is how long a reference sample may wait, while the
 	// Clock measures, before it is too old to trust (a suspend may lie
@@ -95,7 +104,7 @@ const (
 	// maxLag is how far behind its anchor a read of the counter may be and
 	// still be a CPU whose counter lags a little: farther, the counter went
 	// back, and the rate is measured afresh.
-	maxLag = 1 << 20 // ticks: 0.4 ms at 2.4 GHz
+	maxLag = 1 << 17 // ticks: 55µs at 2.4 GHz, about wrong's 50µs
 )
 
 // For returns the Clock for a store that starts at start, a reading of
@@ -182,8 +191,8 @@ func (c *Clock) anchor() int64 {
 	if c.ticks == nil {
 		return ns
 	}
-	if s := c.st.Load(); s.ref.set && !s.counting && ns-s.ref.ns >= 0 && ns-s.ref.ns < minBaseline {
-		return ns // still measuring the rate: one read of mono
+	if s := c.st.Load(); !s.counting && s.ref.set && ns >= s.since() && ns-s.since() < minBaseline {
+		return ns // still measuring the rate, or trying it: one read of mono
 	}
 	if ns < c.retry.Load() || !c.sampling.CompareAndSwap(false, true) {
 		return ns // a sample was wide a moment ago, or another goroutine is anchoring
@@ -201,26 +210,30 @@ func (c *Clock) anchor() int64 {
 }
 
 // next returns the state that follows s after sample now, or nil when s
-// stays as it is.
+// stays as it is. A rate measured over minBaseline is first tried: its
+// anchor must predict a sample minBaseline later (wrong) before the Clock
+// counts by it, so that a jump of the counter while the rate is measured
+// (a suspend, in which the counter ran and the monotonic clock did not)
+// is never counted by.
 func next(s *state, now sample) *state {
 	afresh := &state{ref: now}
+	anchored := s.counting || s.trial
 	switch {
 	case !s.ref.set || now.tick <= s.ref.tick || now.ns <= s.ref.ns:
 		return afresh // the first sample, or a counter that went back
-	case s.counting && now.tick < s.tick0:
+	case anchored && now.tick < s.tick0:
 		if s.tick0-now.tick <= maxLag {
 			return nil // this CPU's counter lags a little: nothing to learn
 		}
 		return afresh
-	case s.counting && wrong(s, now):
+	case anchored && wrong(s, now):
 		return afresh
-	case !s.counting && now.ns-s.ref.ns > maxMeasuring:
+	case !s.counting && now.ns-s.since() > maxMeasuring:
 		return afresh
-	}
-	dn, dt := uint64(now.ns-s.ref.ns), now.tick-s.ref.tick
-	if int64(dn) < minBaseline {
+	case now.ns-s.since() < minBaseline:
 		return nil
 	}
+	dn, dt := uint64(now.ns-s.ref.ns), now.tick-s.ref.tick
 	if dn>>32 >= dt { // below 2^-32 ticks a ns: far below minMult
 		return afresh
 	}
@@ -229,7 +242,17 @@ func next(s *state, now sample) *state {
 		return afresh
 	}
 	// span × mult ≤ spanNanos·2^32 < 2^59: a read within it never overflows.
-	return &state{ref: s.ref, counting: true, tick0: now.tick, ns0: now.ns, mult: mult, span: uint64(spanNanos) << 32 / mult}
+	return &state{ref: s.ref, counting: anchored, trial: !anchored, tick0: now.tick, ns0: now.ns, mult: mult, span: uint64(spanNanos) << 32 / mult}
+}
+
+// since returns the monotonic time from which s waits minBaseline for its
+// next sample while it does not count: its reference's, or its trial
+// anchor's.
+func (s *state) since() int64 {
+	if s.trial {
+		return s.ns0
+	}
+	return s.ref.ns
 }
 
 // wrong reports whether s's prediction of now's nanoseconds from its tick
@@ -240,11 +263,12 @@ func wrong(s *state, now sample) bool {
 	if hi>>31 != 0 {
 		return true // a prediction past 2^63 ns: the counter jumped
 	}
-	off := s.ns0 + int64(hi<<32|lo>>32) - now.ns
+	elapsed := now.ns - s.ns0
+	off := int64(hi<<32|lo>>32) - elapsed
 	if off < 0 {
 		off = -off
 	}
-	return off > 50*int64(time.Microsecond)+(now.ns-s.ns0)/1000
+	return off > 50*int64(time.Microsecond)+elapsed/1000
 }
 
 // extend returns s's prediction at tick t, past its span as well: for the
@@ -254,10 +278,10 @@ func (s *state) extend(t uint64) int64 {
 		return s.ns0
 	}
 	hi, lo := bits.Mul64(t-s.tick0, s.mult)
-	if hi>>31 != 0 {
-		return math.MaxInt64
+	if d := int64(hi<<32 | lo>>32); hi>>31 == 0 && d <= math.MaxInt64-s.ns0 {
+		return s.ns0 + d
 	}
-	return s.ns0 + int64(hi<<32|lo>>32)
+	return math.MaxInt64
 }
 
 // sample reads the counter between two reads of the monotonic clock, and

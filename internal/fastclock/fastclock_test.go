@@ -1,6 +1,7 @@
 package fastclock
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,6 +117,8 @@ func nanosNear(t *testing.T, c *Clock, f *fake, what string) {
 	}
 }
 
+// A Clock reads mono while it measures the rate (10ms) and while it tries
+// it (10ms more), then counts without reading mono until its span ends.
 func TestAClockCountsOnceItHasMeasuredTheRate(t *testing.T) {
 	f := newFake()
 	c := newClock(f.ticks, f.mono)
@@ -125,9 +128,19 @@ func TestAClockCountsOnceItHasMeasuredTheRate(t *testing.T) {
 		t.Fatal("the Clock counts after 9ms, less than its baseline")
 	}
 	f.advance(2 * time.Millisecond)
+	nanosNear(t, c, f, "trying the rate") // measured at 11ms, tried until 21ms: mono still
+	if c.Counting() || !c.st.Load().trial {
+		t.Fatalf("after 11ms the Clock counts, or tries no rate: %+v", c.st.Load())
+	}
+	f.advance(9 * time.Millisecond)
+	nanosNear(t, c, f, "trying the rate, 9ms on")
+	if c.Counting() {
+		t.Fatal("the Clock counts 9ms into its trial, less than its baseline")
+	}
+	f.advance(2 * time.Millisecond)
 	c.Nanos()
 	if !c.Counting() {
-		t.Fatal("the Clock does not count after 11ms")
+		t.Fatal("the Clock does not count after 22ms")
 	}
 	reads := f.reads.Load()
 	for range 50 {
@@ -314,7 +327,8 @@ func TestAClockReadInABubbleKeepsItsCalibration(t *testing.T) {
 	if c.ticks != nil && !c.Counting() {
 		t.Fatal("the Clock did not count within 3s")
 	}
-	st, before := c.st.Load(), c.Nanos()
+	before := c.Nanos()
+	st := c.st.Load()
 	synctest.Test(t, func(t *testing.T) {
 		for range 3 {
 			if x := c.anchor(); c.Counting() && x < before {
@@ -345,7 +359,7 @@ func TestAClockMeasuresAgainAfterAJumpWhileMeasuring(t *testing.T) {
 	if c.Counting() {
 		t.Fatalf("the Clock counts at a rate measured across a jump: %+v", c.st.Load())
 	}
-	countsAgain(t, c, f, 3, 5*time.Millisecond, "15ms after the jump")
+	countsAgain(t, c, f, 5, 5*time.Millisecond, "25ms after the jump")
 	for range 20 {
 		f.advance(30 * time.Millisecond)
 		nanosNear(t, c, f, "counting after the jump")
@@ -416,5 +430,65 @@ func TestAClockWaitsAfterAWideSample(t *testing.T) {
 	c.Nanos()
 	if !c.Counting() {
 		t.Fatal("the Clock does not anchor again 2ms after a wide sample")
+	}
+}
+
+// A jump of the counter too small for the rate's bounds (1ms of ticks in
+// a 10ms baseline: a rate 10% off) is caught by the trial: the Clock never
+// counts at that rate, and its reads stay exact.
+func TestAClockTriesARateBeforeCountingByIt(t *testing.T) {
+	f := newFake()
+	c := newClock(f.ticks, f.mono)
+	f.advance(5 * time.Millisecond)
+	c.Nanos()
+	f.mu.Lock()
+	f.offset += uint64(time.Millisecond) * 5 / 2 // 1ms of ticks at 2.5 GHz, and no time
+	f.mu.Unlock()
+	for range 40 {
+		f.advance(time.Millisecond)
+		nanosNear(t, c, f, "after a 1ms jump while measuring")
+		if s := c.st.Load(); s.counting && (s.mult < 1717986918-1717986 || s.mult > 1717986918+1717986) {
+			t.Fatalf("the Clock counts at %d, not 2^32/2.5 = 1717986918 within 0.1%%", s.mult)
+		}
+	}
+	if !c.Counting() {
+		t.Fatal("the Clock does not count 40ms after the jump")
+	}
+}
+
+// wrong compares a prediction with the monotonic clock, also where the
+// prediction does not fit in an int64.
+func TestWrong(t *testing.T) {
+	s := &state{tick0: 0, ns0: 0, mult: 1 << 32} // 1 ns a tick
+	for _, tc := range []struct {
+		tick uint64
+		ns   int64
+		want bool
+	}{
+		{1_000_000, 1_000_000, false},
+		{1_000_000, 1_051_000, false}, // off 51µs; allowed 50µs + 1,051ns
+		{1_000_000, 1_052_000, true},  // off 52µs; allowed 50µs + 1,052ns
+		{1_000_000, 949_100, false},   // off 50.9µs; allowed 50µs + 949ns
+		{1_000_000, 949_000, true},    // off 51µs; allowed 50µs + 949ns
+		{^uint64(0) - 999, 0, true},   // a prediction of 2^64 − 1000 ns, which an int64 would read as −1000
+		{1 << 63, 1 << 62, true},
+	} {
+		if got := wrong(s, sample{tick: tc.tick, ns: tc.ns, set: true}); got != tc.want {
+			t.Errorf("wrong at tick %d, ns %d = %v, want %v", tc.tick, tc.ns, got, tc.want)
+		}
+	}
+}
+
+// extend predicts past the span, holds a counter behind the anchor at the
+// anchor, and saturates rather than overflow.
+func TestExtend(t *testing.T) {
+	s := &state{tick0: 1_000, ns0: 5, mult: 1 << 32}
+	for _, tc := range []struct {
+		tick uint64
+		want int64
+	}{{2_000, 1_005}, {999, 5}, {0, 5}, {1_000 + 1<<40, 5 + 1<<40}, {^uint64(0), math.MaxInt64}} {
+		if got := s.extend(tc.tick); got != tc.want {
+			t.Errorf("extend(%d) = %d, want %d", tc.tick, got, tc.want)
+		}
 	}
 }
