@@ -34,7 +34,7 @@ type Logger struct {
 	// count until its line is written, so that a Flush returns after the
 	// line of a flush that was under way: its caller's next line (a
 	// circuit breaker closing) then comes after every count. It is taken
-	// before mu.
+	// before mu. Flush waits for it at most flushWait (see lockCounts).
 	counts sync.Mutex
 	mu     sync.Mutex
 	causes map[string]*cause
@@ -131,8 +131,9 @@ func (l *Logger) Flush() {
 		attrs []slog.Attr
 	}
 	var lines []line
-	l.counts.Lock()
-	defer l.counts.Unlock()
+	if l.lockCounts() {
+		defer l.counts.Unlock()
+	}
 	now := time.Now()
 	l.mu.Lock()
 	for _, c := range l.causes {
@@ -151,6 +152,30 @@ func (l *Logger) Flush() {
 	for _, ln := range lines {
 		l.logger().LogAttrs(context.Background(), ln.level, ln.msg, append(ln.attrs, slog.Int64("repeated", ln.n))...)
 	}
+}
+
+// flushWait bounds how long Flush waits for a line under way, polling
+// every flushPoll.
+const (
+	flushWait = 100 * time.Millisecond
+	flushPoll = 50 * time.Microsecond
+)
+
+// lockCounts takes counts for Flush and reports true, or reports false
+// after flushWait: a handler that reaches Flush while it writes one of
+// this Logger's counts (through a Limiter whose breaker logs here) must
+// not wait for itself. Its lines may then come before that count.
+func (l *Logger) lockCounts() bool {
+	if l.counts.TryLock() {
+		return true
+	}
+	for deadline := time.Now().Add(flushWait); time.Now().Before(deadline); {
+		time.Sleep(flushPoll)
+		if l.counts.TryLock() {
+			return true
+		}
+	}
+	return false
 }
 
 // flush writes the line that counts c's pending occurrences.

@@ -156,3 +156,53 @@ func TestFlushWaitsForAFlushUnderWay(t *testing.T) {
 		t.Fatalf("lines %q, %q: want the count's line, then Flush's return", first, second)
 	}
 }
+
+// flushingHandler calls Flush on its Logger while it writes a count: a
+// handler that reaches a Limiter whose breaker logs to the same Logger.
+type flushingHandler struct {
+	slog.Handler
+	l     *Logger
+	lines chan string
+}
+
+func (h *flushingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *flushingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "failed" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "repeated" {
+				h.l.Flush()
+			}
+			return true
+		})
+	}
+	h.lines <- r.Message
+	return nil
+}
+
+// A handler that reaches Flush while it writes a count does not wait for
+// itself for good: Flush gives up waiting after flushWait.
+func TestFlushFromAHandlerWritingACountReturns(t *testing.T) {
+	h := &flushingHandler{Handler: slog.DiscardHandler, lines: make(chan string, 10)}
+	l := New(slog.New(h))
+	h.l = l
+	ctx := context.Background()
+	l.Log(ctx, "k", 1, slog.LevelWarn, "failed")
+	l.Log(ctx, "k", 1, slog.LevelWarn, "failed")
+	l.mu.Lock()
+	c := l.causes["k"]
+	l.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		l.flush(c)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a flush whose handler calls Flush did not return in 10s")
+	}
+	if n := len(h.lines); n != 2 {
+		t.Fatalf("%d lines written, want 2 (the first, then the count)", n)
+	}
+}
