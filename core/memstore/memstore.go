@@ -166,7 +166,9 @@ func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.swee
 // instead, turned into the monotonic clock's time at a rate measured
 // against it and anchored to it again every 100 ms (package
 // internal/fastclock): the same time to within about a microsecond
-// typically and 150 µs at worst, for about a third of the cost.
+// typically and 150 µs while the counter keeps its rate (after a suspend
+// or a jump of the counter, off by up to the jump for at most 100 ms),
+// for about a third of the cost.
 // core.SystemClock() reads time.Now on every operation instead. A store
 // made inside a testing/synctest bubble follows the bubble's fake clock;
 // one made outside reads real time, even from inside a bubble.
