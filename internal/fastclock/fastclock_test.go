@@ -232,13 +232,7 @@ func TestAClockIgnoresAWideSample(t *testing.T) {
 		t.Fatalf("the Clock used samples 3µs wide: counting %v, reference %+v", c.Counting(), c.st.Load().ref)
 	}
 	f.step = int64(time.Microsecond) // 1µs wide: good
-	for range 12 {
-		f.advance(10 * time.Millisecond)
-		c.Nanos()
-	}
-	if !c.Counting() {
-		t.Fatal("the Clock does not count after 120ms of samples 1µs wide")
-	}
+	countsAgain(t, c, f, 12, 10*time.Millisecond, "after 120ms of samples 1µs wide")
 }
 
 // A Clock without a counter reads the monotonic clock every time.
@@ -348,12 +342,7 @@ func TestAClockReadInABubbleKeepsItsCalibration(t *testing.T) {
 // counts at the wrong rate (which froze it for hours before).
 func TestAClockMeasuresAgainAfterAJumpWhileMeasuring(t *testing.T) {
 	f := newFake()
-	c := newClock(f.ticks, f.mono)
-	f.advance(5 * time.Millisecond)
-	c.Nanos()
-	f.mu.Lock()
-	f.offset += uint64(time.Hour) * 5 / 2 // an hour of ticks at 2.5 GHz
-	f.mu.Unlock()
+	c := jumpWhileMeasuring(f, time.Hour)
 	f.advance(6 * time.Millisecond)
 	nanosNear(t, c, f, "after the jump")
 	if c.Counting() {
@@ -364,6 +353,18 @@ func TestAClockMeasuresAgainAfterAJumpWhileMeasuring(t *testing.T) {
 		f.advance(30 * time.Millisecond)
 		nanosNear(t, c, f, "counting after the jump")
 	}
+}
+
+// jumpWhileMeasuring returns a Clock of f that has measured for 5ms when
+// f's counter jumps by d's worth of ticks, with no time passing.
+func jumpWhileMeasuring(f *fake, d time.Duration) *Clock {
+	c := newClock(f.ticks, f.mono)
+	f.advance(5 * time.Millisecond)
+	c.Nanos()
+	f.mu.Lock()
+	f.offset += uint64(d) * f.num / f.den
+	f.mu.Unlock()
+	return c
 }
 
 // A reference sample older than a second while the Clock measures (no
@@ -438,12 +439,7 @@ func TestAClockWaitsAfterAWideSample(t *testing.T) {
 // counts at that rate, and its reads stay exact.
 func TestAClockTriesARateBeforeCountingByIt(t *testing.T) {
 	f := newFake()
-	c := newClock(f.ticks, f.mono)
-	f.advance(5 * time.Millisecond)
-	c.Nanos()
-	f.mu.Lock()
-	f.offset += uint64(time.Millisecond) * 5 / 2 // 1ms of ticks at 2.5 GHz, and no time
-	f.mu.Unlock()
+	c := jumpWhileMeasuring(f, time.Millisecond)
 	for range 40 {
 		f.advance(time.Millisecond)
 		nanosNear(t, c, f, "after a 1ms jump while measuring")
