@@ -16,26 +16,26 @@ import "math/bits"
 // fast1 applies op (a Take or a Peek) to the one limit l at now, writes the
 // Result to res and returns keep, or reports false and changes nothing when
 // the fast path does not apply. The fast path's algorithms have no Delay
-// or Lease, and their keep is Reset. TakeOne dispatches a Take as fast1
-// does, its Result in registers.
+// or Lease, and their keep is Reset. It and TakeOne dispatch through
+// fastOf and oneTakes.
 func fast1(op *Op, l *Limit, now int64, st *State, res *Result) (keep int64, ok bool) {
 	if op.Kind > Peek {
 		return 0, false
 	}
 	var allowed bool
 	var remaining, reset, retry, window int64
-	switch take, c := op.Kind == Take, op.Cost; l.Algorithm {
-	case GCRA, TokenBucket:
-		if l.Wide {
-			allowed, remaining, reset, retry, window, _, _ = fastWide(take, c, l, now, st)
-		} else if l.Algorithm == GCRA {
-			allowed, remaining, reset, retry, window, _, _ = fastGCRA(take, c, l, now, st)
-		} else {
-			allowed, remaining, reset, retry, window, _, _ = fastToken(take, c, l, now, st)
-		}
-	case SlidingWindow:
+	// fastOf's indices, called directly: through oneTakes, st would
+	// escape, and fastMulti's copies of the states with it.
+	switch take, c := op.Kind == Take, op.Cost; fastOf(l) {
+	case wideTake:
+		allowed, remaining, reset, retry, window, _, _ = fastWide(take, c, l, now, st)
+	case gcraTake:
+		allowed, remaining, reset, retry, window, _, _ = fastGCRA(take, c, l, now, st)
+	case tokenTake:
+		allowed, remaining, reset, retry, window, _, _ = fastToken(take, c, l, now, st)
+	case slidingTake:
 		allowed, remaining, reset, retry, window, _, _ = fastSliding(take, c, l, now, st)
-	case FixedWindow:
+	case fixedTake:
 		allowed, remaining, reset, retry, window, _, _ = fastFixed(take, c, l, now, st)
 	default:
 		return 0, false
@@ -62,9 +62,7 @@ func fastMulti(op *Op, limits []Limit, now int64, states []State, ls []LimitResu
 		return 0, false
 	}
 	for i := range limits {
-		switch limits[i].Algorithm {
-		case GCRA, TokenBucket, SlidingWindow, FixedWindow:
-		default:
+		if fastOf(&limits[i]) == slowTake {
 			return 0, false
 		}
 	}

@@ -295,27 +295,46 @@ type oneTake func(take bool, c int64, l *Limit, now int64, st *State) (allowed b
 // whose limit has no fast path (a log, LeakyBucket), of more than one
 // limit, or not made by NewPlan (0); the fast path of its limit's
 // algorithm otherwise (oneTakeOf).
-var oneTakes = [8]oneTake{takeSlow, fastWide, fastGCRA, fastToken, fastSliding, fastFixed, takeSlow, takeSlow}
+var oneTakes = [8]oneTake{slowTake: takeSlow, wideTake: fastWide, gcraTake: fastGCRA, tokenTake: fastToken,
+	slidingTake: fastSliding, fixedTake: fastFixed, 6: takeSlow, 7: takeSlow}
+
+// The indices of oneTakes (fastOf's results).
+const (
+	slowTake uint8 = iota
+	wideTake
+	gcraTake
+	tokenTake
+	slidingTake
+	fixedTake
+)
 
 // oneTakeOf returns the index in oneTakes of a plan of limits: its
 // Plan.take.
 func oneTakeOf(limits []Limit) uint8 {
 	if len(limits) != 1 {
-		return 0
+		return slowTake
 	}
-	switch l := &limits[0]; {
+	return fastOf(&limits[0])
+}
+
+// fastOf returns the index in oneTakes of l's fast path, or 0 (takeSlow)
+// when it has none: the one dispatch on the algorithm that TakeOne (by
+// its plan) and fast1 share. Every fast path takes a Peek too (take
+// false); takeSlow does not, and fast1 never calls it.
+func fastOf(l *Limit) uint8 {
+	switch {
 	case (l.Algorithm == GCRA || l.Algorithm == TokenBucket) && l.Wide:
-		return 1
+		return wideTake
 	case l.Algorithm == GCRA:
-		return 2
+		return gcraTake
 	case l.Algorithm == TokenBucket:
-		return 3
+		return tokenTake
 	case l.Algorithm == SlidingWindow:
-		return 4
+		return slidingTake
 	case l.Algorithm == FixedWindow:
-		return 5
+		return fixedTake
 	}
-	return 0
+	return slowTake
 }
 
 // takeSlow is TakeOne through the general path (take is true: a Take).
