@@ -22,8 +22,7 @@ type Store struct {
 	conf   config
 	parts  core.Partitioned // shared's, if it has parts; else nil
 
-	mono     *fastclock.Clock // the monotonic clock (fastclock.For)
-	monoUnix int64            // the Unix µs at New less mono's µs then: now is monoUnix plus mono's µs
+	wall fastclock.Wall // the default clock, as memstore's
 
 	keys   sync.Map // entryKey → *allowance
 	nkeys  atomic.Int64
@@ -101,10 +100,7 @@ func New(shared core.Store, opts ...Option) (*Store, error) {
 		s.recent = newRecent(s.conf.maxKeys, s.conf.renew.Microseconds())
 	}
 	s.parts, _ = shared.(core.Partitioned)
-	base := time.Now()
-	var at int64
-	s.mono, at = fastclock.For(base)
-	s.monoUnix = base.UnixMicro() - at/1000
+	s.wall = fastclock.NewWall()
 	return s, nil
 }
 
@@ -136,7 +132,7 @@ func (s *Store) now(op *engine.Op) int64 {
 	if s.conf.clock != nil {
 		return s.conf.clock.Now().UnixMicro()
 	}
-	return s.monoUnix + s.mono.Nanos()/1000 // as memstore's: see fastclock
+	return s.wall.Micros()
 }
 
 // Apply implements core.Store: a Take of a leasable plan is decided from

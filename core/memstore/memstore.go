@@ -44,9 +44,8 @@ type Store struct {
 	shards    []shard
 	mask      uint64
 	seed      maphash.Seed
-	clock     core.Clock       // nil: the monotonic clock below
-	mono      *fastclock.Clock // the monotonic clock (fastclock.For)
-	baseMicro int64            // the wall time at New, in Unix µs, less mono's µs then
+	clock     core.Clock     // nil: the monotonic clock below
+	wall      fastclock.Wall // the default clock
 	perShard  int
 	maxKeyLen int
 
@@ -219,10 +218,7 @@ func New(opts ...Option) *Store {
 		obs:       c.obs,
 		logger:    c.logger,
 	}
-	base := time.Now()
-	var at int64
-	s.mono, at = fastclock.For(base)
-	s.baseMicro = base.UnixMicro() - at/1000
+	s.wall = fastclock.NewWall()
 	for i := range s.shards {
 		s.shards[i].seed = s.seed // remove hashes a key again
 	}
@@ -765,7 +761,7 @@ func (s *Store) now() int64 {
 // the kernel vouches for it (fastclock: about 12 ns a read on amd64
 // Linux, where time.Since costs about 40).
 func (s *Store) sinceBase() int64 {
-	return s.baseMicro + s.mono.Nanos()/1000 // signed: see fastclock.New on a store read from a synctest bubble
+	return s.wall.Micros()
 }
 
 // Len returns the number of live keys (a key used by Limiters of several

@@ -108,20 +108,41 @@ const (
 )
 
 // For returns the Clock for a store that starts at start, a reading of
-// time.Now, and the Clock's reading at start. With the monotonic reading
-// time.Now gives outside a synctest bubble, that is the process's Clock
-// (Shared): the counter's rate is the CPU's, so every store shares its
-// measuring, and a store made after the first counts at once. Inside a
-// bubble, time.Now has no monotonic reading and its fake clock is the
-// only one: For returns a Clock of time.Since(start), which follows it,
-// and 0.
-func For(start time.Time) (c *Clock, at int64) {
+// time.Now. With the monotonic reading time.Now gives outside a synctest
+// bubble, that is the process's Clock (Shared): the counter's rate is the
+// CPU's, so every store shares its measuring, and a store made after the
+// first counts at once. Inside a bubble, time.Now has no monotonic
+// reading and its fake clock is the only one: For returns a Clock of
+// time.Since(start), which follows it.
+func For(start time.Time) *Clock {
 	if start == start.Round(0) { // no monotonic reading
-		return newClock(nil, func() (int64, bool) { return int64(time.Since(start)), true }), 0
+		return newClock(nil, func() (int64, bool) { return int64(time.Since(start)), true })
 	}
-	c = Shared()
-	return c, c.Nanos()
+	return Shared()
 }
+
+// A Wall tells the time in Unix µs: the wall time when it was made plus
+// the monotonic time since, read through the Clock For gives. The stores
+// read their default time from one (memstore, lease).
+type Wall struct {
+	c    *Clock
+	base int64 // the Unix µs at NewWall less c's µs then
+}
+
+// NewWall returns a Wall that starts now. It reads the wall clock and its
+// Clock one after the other once the Clock is made: the first Shared call
+// of a process takes about 100 µs (CPUID, the clocksource's file), which
+// the Wall would otherwise lag by for good.
+func NewWall() Wall {
+	c := For(time.Now())
+	start := time.Now()
+	return Wall{c, start.UnixMicro() - c.Nanos()/1000}
+}
+
+// Micros returns the time in Unix µs. The division is signed: a Clock
+// read from a synctest bubble it was not made in may read negative (see
+// New).
+func (w Wall) Micros() int64 { return w.base + w.c.Nanos()/1000 }
 
 // Shared returns the process's Clock, made at the first call.
 func Shared() *Clock {

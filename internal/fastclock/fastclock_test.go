@@ -289,7 +289,8 @@ func TestAClockIsSafeForConcurrentReads(t *testing.T) {
 // time, which a sleep moves.
 func TestForInABubbleFollowsTheFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, at := For(time.Now())
+		c := For(time.Now())
+		at := c.Nanos()
 		if c.ticks != nil {
 			t.Fatal("For in a bubble returned a Clock that reads the counter")
 		}
@@ -300,12 +301,10 @@ func TestForInABubbleFollowsTheFakeClock(t *testing.T) {
 	})
 }
 
-// Outside a bubble, For returns the process's Clock and its reading now.
+// Outside a bubble, For returns the process's Clock.
 func TestForOutsideABubbleSharesTheProcessClock(t *testing.T) {
-	before := Shared().Nanos()
-	c, at := For(time.Now())
-	if c != Shared() || at < before || at > Shared().Nanos() {
-		t.Fatalf("For(time.Now()) = %p, %d; want Shared() = %p and a reading after %d", c, at, Shared(), before)
+	if c := For(time.Now()); c != Shared() {
+		t.Fatalf("For(time.Now()) = %p, want Shared() = %p", c, Shared())
 	}
 }
 
@@ -487,4 +486,27 @@ func TestExtend(t *testing.T) {
 			t.Errorf("extend(%d) = %d, want %d", tc.tick, got, tc.want)
 		}
 	}
+}
+
+// A Wall reads the wall time it was made at plus the monotonic time
+// since: between two readings of time.Now around it, within 100µs; and in
+// a synctest bubble, the bubble's fake time.
+func TestAWallTellsUnixMicros(t *testing.T) {
+	w := NewWall()
+	for range 1000 {
+		before := time.Now().UnixMicro()
+		x := w.Micros()
+		after := time.Now().UnixMicro()
+		if x < before-100 || x > after+100 {
+			t.Fatalf("Micros() = %d, not within 100µs of [%d, %d]", x, before, after)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		w := NewWall()
+		start := time.Now()
+		time.Sleep(90 * time.Minute)
+		if got, want := w.Micros(), start.Add(90*time.Minute).UnixMicro(); got != want {
+			t.Fatalf("in a bubble, after a fake 90 min sleep, Micros() = %d, want %d", got, want)
+		}
+	})
 }
