@@ -24,7 +24,13 @@ const MaxKeyLen = 1024
 // A header is chosen by the client unless a proxy in front of the service
 // sets or checks it: key on it only when that is the case, or when the
 // value is verified by an earlier middleware (an API key, say).
+//
+// Header panics if name is empty, a programmer error: no request could
+// ever have the key.
 func Header(name string) Func {
+	if name == "" {
+		panic("keyfuncs: Header: empty header name")
+	}
 	canonical := http.CanonicalHeaderKey(name)
 	return valueFunc("header", name, func(r Request) string { return r.Header(canonical) })
 }
@@ -32,7 +38,11 @@ func Header(name string) Func {
 // Query returns a Func whose key is the first value of the named URL query
 // parameter, decoded. A missing or empty parameter yields an error matching
 // ErrNoKey; a value longer than MaxKeyLen one matching ErrKeyTooLong.
+// Query panics if name is empty, a programmer error.
 func Query(name string) Func {
+	if name == "" {
+		panic("keyfuncs: Query: empty parameter name")
+	}
 	return valueFunc("query parameter", name, func(r Request) string { return r.Query(name) })
 }
 
@@ -60,12 +70,11 @@ func Path() Func {
 }
 
 // Static returns a Func that returns s for every request: one bucket shared
-// by all requests, e.g. a global limit. If s is empty the Func returns an
-// error matching ErrNoKey.
+// by all requests, e.g. a global limit. Static panics if s is empty, a
+// programmer error: every request would fail for want of a key.
 func Static(s string) Func {
 	if s == "" {
-		err := fmt.Errorf("%w: empty static key", ErrNoKey)
-		return func(Request) (string, error) { return "", err }
+		panic("keyfuncs: Static: empty key")
 	}
 	return func(Request) (string, error) { return s, nil }
 }
@@ -131,20 +140,24 @@ func isNilPointer(v any) bool {
 // Join returns a Func whose key is the keys of fns joined with sep, e.g.
 // Join(":", IP(), Route()) for one bucket per client and route. If any of
 // fns returns an error, the Func returns that error (wrapped, so errors.Is
-// still matches). Join with no fns returns a Func that yields ErrNoKey.
-// Join panics if one of fns is nil, a programmer error.
+// still matches), and an empty key (every part empty) is an error
+// matching ErrNoKey. Join panics if fns is empty or one of them is nil,
+// programmer errors.
 //
 // Join does not escape sep inside the parts: choose a separator that the
 // parts cannot contain when they are client-chosen (IPv6 keys contain ':'),
 // or put the client-chosen part last.
 func Join(sep string, fns ...Func) Func {
+	if len(fns) == 0 {
+		panic("keyfuncs: Join: no key functions")
+	}
 	for i, fn := range fns {
 		if fn == nil {
 			panic(fmt.Sprintf("keyfuncs: Join: nil Func at index %d", i))
 		}
 	}
 	fns = append([]Func(nil), fns...)
-	errEmpty := fmt.Errorf("%w: Join of no parts", ErrNoKey)
+	errEmpty := fmt.Errorf("%w: Join: every part is empty", ErrNoKey)
 	return func(r Request) (string, error) {
 		var buf [8]string
 		parts := buf[:0]
