@@ -719,7 +719,7 @@ func TestHostileRequests(t *testing.T) {
 	}{
 		{"a megabyte of X-Forwarded-For is ignored", func(r *http.Request) { r.Header.Set("X-Forwarded-For", strings.Repeat("1.2.3.4, ", 100000)) }, 200},
 		{"a garbage peer address is a 500", func(r *http.Request) { r.RemoteAddr = "\x00\xff" }, 500},
-		{"an empty peer address is a 400", func(r *http.Request) { r.RemoteAddr = "" }, 400},
+		{"an empty peer address is a 500", func(r *http.Request) { r.RemoteAddr = "" }, 500},
 		{"a huge query key is a 400", func(r *http.Request) { r.URL.RawQuery = "k=" + huge }, 400},
 		{"a bad escape in the query skips the rule", func(r *http.Request) { r.URL.RawQuery = "k=%zz" }, 200},
 		{"header values with control bytes are ignored", func(r *http.Request) { r.Header.Set("RateLimit", "\r\n\x00") }, 200},

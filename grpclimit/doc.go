@@ -51,7 +51,9 @@
 //
 // A peer that is not an IP address (a Unix socket, an in-memory bufconn
 // listener) fails every RPC under that key with codes.Internal: key such
-// servers on something else. Other keys: keyfuncs.Header("x-api-key") for
+// servers on something else, or, behind a proxy on a Unix socket, trust it
+// with keyfuncs.TrustUnixSocket, and its forwarding metadata names the
+// client. Other keys: keyfuncs.Header("x-api-key") for
 // a metadata value, keyfuncs.Route() for the full method
 // ("/package.Service/Method"), keyfuncs.Join, or a function over the
 // RPC's context and full method with WithKeyFunc (a user an auth

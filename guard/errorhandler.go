@@ -17,8 +17,9 @@ import (
 //     endpoint; it must not pass unlimited, or omitting the key would
 //     escape the limit, and a 5xx would invite retries and count the
 //     client's mistake against the server's error budget. Exception:
-//     keyfuncs.ErrBadAddress, an unparsable peer address, which the server
-//     (its listener or a proxy protocol) produced: 500.
+//     keyfuncs.ErrBadAddress, a peer address that is empty or no address
+//     (a Unix socket's peer not trusted with keyfuncs.TrustUnixSocket),
+//     which the server (its listener or a proxy protocol) produced: 500.
 //   - ErrCost: 400 for the cost function's error (the cost is read from
 //     the request); 500 for a negative cost, a programming error.
 //   - ErrLimiter: 503 for core.ErrUnavailable (the store failed under

@@ -153,7 +153,7 @@ func TestKeyErrors(t *testing.T) {
 			return "", fmt.Errorf("%w: token %s revoked", keyfuncs.ErrNoKey, secret)
 		}, "", "192.0.2.1:1", 400, "missing rate-limit key"},
 		{"an unparsable peer address is a 500 without detail", keyfuncs.IP(), "", "not-an-address", 500, ""},
-		{"an empty peer address is a 400", keyfuncs.IP(), "", "", 400, "missing rate-limit key"},
+		{"an empty peer address is a 500 without detail: the server, not the client, left it out", keyfuncs.IP(), "", "", 500, ""},
 		{"a key of MaxKeyLen bytes passes", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", keyfuncs.MaxKeyLen), nil }, "", "192.0.2.1:1", 200, ""},
 		{"a longer key is a 400, as from keyfuncs.Header", func(keyfuncs.Request) (string, error) { return strings.Repeat("x", 1<<20), nil }, "", "192.0.2.1:1", 400, "rate-limit key longer than 1024 bytes"},
 		{"a header too long is a 400 naming the header, not its value", keyfuncs.Header("X-Key"), secret + strings.Repeat("x", keyfuncs.MaxKeyLen), "192.0.2.1:1", 400, "header X-Key is longer than 1024 bytes"},

@@ -29,6 +29,7 @@ const (
 // ipConfig is the configuration of one IP Func. It is immutable once built.
 type ipConfig struct {
 	trusted []netip.Prefix
+	unix    bool // a Unix socket's peer is a trusted proxy (TrustUnixSocket)
 	source  source
 	header  string // canonical; for sourceHeader
 	v4Bits  int
@@ -100,6 +101,25 @@ func TrustPrivate() IPOption {
 		netip.MustParsePrefix("192.168.0.0/16"),
 		netip.MustParsePrefix("fc00::/7"),
 	)
+}
+
+// TrustUnixSocket trusts a peer on a Unix domain socket as a proxy: a
+// reverse proxy on the same host (nginx, HAProxy, Envoy) that forwards to
+// the service over a socket file. net/http reports such a peer as the
+// RemoteAddr "@" (or the socket path the peer bound, if any), which is no
+// address: without this option IP returns an error matching ErrBadAddress
+// for every request from it, as nothing tells one client from another.
+// With it, the client address is read from the forwarding header
+// (FromXForwardedFor, FromForwarded or FromHeader) as for any trusted
+// peer, walking past the addresses of trusted proxies; a request whose
+// header names no usable address gets an error matching ErrBadAddress: the
+// proxy, not the client, failed to say who the client is. Use it only when
+// every process that can connect to the socket is a proxy you run.
+func TrustUnixSocket() IPOption {
+	return func(c *ipConfig) error {
+		c.unix = true
+		return nil
+	}
 }
 
 // FromXForwardedFor makes IP read the client address from X-Forwarded-For
@@ -216,9 +236,10 @@ func IP(opts ...IPOption) Func {
 // CIDR notation ("2001:db8:1:2::/64", "192.0.2.0/24"). Two addresses in the
 // same prefix get the same key.
 //
-// The Func returns an error matching ErrNoKey if RemoteAddr is empty, and
-// one matching ErrBadAddress if it is not an address (when it reads
-// RemoteAddr: see PeerAddrRequest); it never panics. On the common path
+// The Func returns an error matching ErrBadAddress if RemoteAddr is empty
+// or not an address (when it reads RemoteAddr: see PeerAddrRequest), a
+// Unix socket's peer included unless TrustUnixSocket trusts it; it never
+// panics. On the common path
 // (an IPv4 peer, keyed by address) it allocates nothing when it reads
 // RemoteAddr, whose address part is the key, and one string, the key, when
 // it reads PeerAddr.
@@ -236,12 +257,19 @@ func NewIP(opts ...IPOption) (Func, error) {
 	return c.key, nil
 }
 
-var errNoRemoteAddr = fmt.Errorf("%w: empty remote address", ErrNoKey)
+var (
+	errNoRemoteAddr = fmt.Errorf("%w: empty remote address", ErrBadAddress)
+	errUnixPeer     = fmt.Errorf("%w: the peer is on a Unix socket (see TrustUnixSocket)", ErrBadAddress)
+	errUnixNoClient = fmt.Errorf("%w: the peer is on a Unix socket, and its forwarding header names no client", ErrBadAddress)
+)
 
 // key is the IP Func.
 func (c *ipConfig) key(r Request) (string, error) {
 	peer, text, err := peerOf(r)
 	if err != nil {
+		if c.unix && err == errUnixPeer {
+			return c.unixClient(r)
+		}
 		return "", err
 	}
 	client := peer
@@ -270,9 +298,28 @@ func peerOf(r Request) (peer netip.Addr, text string, err error) {
 	}
 	peer, text, ok := parseNodeText(ra)
 	if !ok {
+		if isUnixPeer(ra) {
+			return netip.Addr{}, "", errUnixPeer
+		}
 		return netip.Addr{}, "", fmt.Errorf("%w: %.64q", ErrBadAddress, ra)
 	}
 	return peer, text, nil
+}
+
+// isUnixPeer reports whether ra, a RemoteAddr that is not empty and no
+// address, is a Unix socket's peer as net/http reports it: "@" for a peer
+// that bound no name, else its abstract name ("@name") or its socket
+// file's path.
+func isUnixPeer(ra string) bool { return ra[0] == '@' || ra[0] == '/' }
+
+// unixClient returns the key of the client that a request from a trusted
+// Unix socket's peer comes from, read from the forwarding header.
+func (c *ipConfig) unixClient(r Request) (string, error) {
+	client := c.client(r, netip.Addr{})
+	if !client.IsValid() {
+		return "", errUnixNoClient
+	}
+	return c.format(client), nil
 }
 
 // client returns the client address behind the trusted peer.

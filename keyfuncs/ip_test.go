@@ -16,6 +16,7 @@ var (
 	xffConf    = []IPOption{trustTen}
 	fwdConf    = []IPOption{trustTen, FromForwarded()}
 	realIPConf = []IPOption{trustTen, FromHeader("x-real-ip")}
+	unixConf   = []IPOption{TrustUnixSocket()}
 )
 
 func TestIP(t *testing.T) {
@@ -45,13 +46,15 @@ func TestIP(t *testing.T) {
 		{name: "a bare IPv6 peer with a zone loses the zone", req: peerRequest("fe80::1%25eth0"), want: "fe80::/64"},
 		{name: "an IPv4-mapped peer is unmapped", req: peerRequest("[::ffff:203.0.113.7]:443"), want: "203.0.113.7"},
 		{name: "a bare IPv4-mapped peer is unmapped", req: peerRequest("::ffff:203.0.113.7"), want: "203.0.113.7"},
-		{name: "an empty remote address is no key", req: peerRequest(""), wantErr: ErrNoKey},
+		{name: "an empty remote address is a bad address", req: peerRequest(""), wantErr: ErrBadAddress},
 		{name: "a host name is a bad address", req: peerRequest("example.com:80"), wantErr: ErrBadAddress},
 		{name: "a port out of range is a bad address", req: peerRequest("203.0.113.7:65536"), wantErr: ErrBadAddress},
 		{name: "a bracketed IPv4 peer is a bad address", req: peerRequest("[203.0.113.7]:80"), wantErr: ErrBadAddress},
 		{name: "an IPv4 peer with a zone is a bad address", req: peerRequest("203.0.113.7%eth0"), wantErr: ErrBadAddress},
 		{name: "an unterminated bracket is a bad address", req: peerRequest("[2001:db8::1:80"), wantErr: ErrBadAddress},
 		{name: "a unix socket peer is a bad address", req: peerRequest("@"), wantErr: ErrBadAddress},
+		{name: "a unix socket peer's forwarding header is ignored by default", req: peerRequest("@", "X-Forwarded-For", "198.51.100.1"), wantErr: ErrBadAddress},
+		{name: "a unix socket peer is not trusted by any prefix", opts: []IPOption{TrustProxies(netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"))}, req: peerRequest("@", "X-Forwarded-For", "198.51.100.1"), wantErr: ErrBadAddress},
 		{name: "a peer with trailing garbage is a bad address", req: peerRequest("203.0.113.7:80x"), wantErr: ErrBadAddress},
 
 		// Spoofing from untrusted peers.
@@ -96,6 +99,22 @@ func TestIP(t *testing.T) {
 		{name: "1 MB of commas leaves the peer as the key", opts: xffConf, req: peerRequest(peer, "X-Forwarded-For", "198.51.100.1"+strings.Repeat(",", 1<<20)), want: "10.0.0.1"},
 		{name: "a hop padded beyond the length bound stops the walk", opts: xffConf, req: peerRequest(peer, "X-Forwarded-For", "6.6.6.6,"+strings.Repeat(" ", 300)+"198.51.100.1"), want: "10.0.0.1"},
 		{name: "a hop of the longest form is read", opts: xffConf, req: peerRequest(peer, "X-Forwarded-For", "[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65535"), want: "ffff:ffff:ffff:ffff::/64"},
+
+		// A proxy on a Unix socket, trusted.
+		{name: "a trusted unix socket peer's X-Forwarded-For names the client", opts: unixConf, req: peerRequest("@", "X-Forwarded-For", "6.6.6.6, 198.51.100.1"), want: "198.51.100.1"},
+		{name: "a trusted unix socket peer bound to a path is trusted", opts: unixConf, req: peerRequest("/run/nginx.sock", "X-Forwarded-For", "198.51.100.1"), want: "198.51.100.1"},
+		{name: "a trusted unix socket peer bound to an abstract name is trusted", opts: unixConf, req: peerRequest("@proxy", "X-Forwarded-For", "198.51.100.1"), want: "198.51.100.1"},
+		{name: "behind a trusted unix socket peer trusted hops are skipped", opts: append([]IPOption{trustTen}, unixConf...), req: peerRequest("@", "X-Forwarded-For", "198.51.100.1, 10.0.0.2"), want: "198.51.100.1"},
+		{name: "behind a trusted unix socket peer every hop trusted keys the leftmost", opts: append([]IPOption{trustTen}, unixConf...), req: peerRequest("@", "X-Forwarded-For", "10.0.0.3, 10.0.0.2"), want: "10.0.0.3"},
+		{name: "a trusted unix socket peer's IPv6 client is keyed by its /64", opts: unixConf, req: peerRequest("@", "X-Forwarded-For", "[2001:db8:1:2::9]:80"), want: "2001:db8:1:2::/64"},
+		{name: "a trusted unix socket peer without X-Forwarded-For names no client", opts: unixConf, req: peerRequest("@"), wantErr: ErrBadAddress},
+		{name: "a trusted unix socket peer with a garbage X-Forwarded-For names no client", opts: unixConf, req: peerRequest("@", "X-Forwarded-For", "garbage"), wantErr: ErrBadAddress},
+		{name: "a trusted unix socket peer's Forwarded names the client", opts: []IPOption{TrustUnixSocket(), FromForwarded()}, req: peerRequest("@", "Forwarded", "for=198.51.100.1"), want: "198.51.100.1"},
+		{name: "a trusted unix socket peer's X-Real-IP names the client", opts: []IPOption{TrustUnixSocket(), FromHeader("X-Real-IP")}, req: peerRequest("@", "X-Real-IP", "198.51.100.1"), want: "198.51.100.1"},
+		{name: "a trusted unix socket peer without X-Real-IP names no client", opts: []IPOption{TrustUnixSocket(), FromHeader("X-Real-IP")}, req: peerRequest("@", "X-Forwarded-For", "198.51.100.1"), wantErr: ErrBadAddress},
+		{name: "trusting unix sockets leaves an IP peer alone", opts: unixConf, req: peerRequest("203.0.113.7:1", "X-Forwarded-For", "6.6.6.6"), want: "203.0.113.7"},
+		{name: "trusting unix sockets leaves a host name a bad address", opts: unixConf, req: peerRequest("example.com:80", "X-Forwarded-For", "198.51.100.1"), wantErr: ErrBadAddress},
+		{name: "trusting unix sockets leaves an empty address a bad address", opts: unixConf, req: peerRequest("", "X-Forwarded-For", "198.51.100.1"), wantErr: ErrBadAddress},
 
 		// Forwarded from a trusted proxy.
 		{name: "Forwarded for= names the client", opts: fwdConf, req: peerRequest(peer, "Forwarded", "for=198.51.100.1"), want: "198.51.100.1"},

@@ -91,7 +91,7 @@ func TestIPPeerAddr(t *testing.T) {
 		{name: "X-Forwarded-For is ignored when no proxy is trusted", req: peerAddrRequest(netip.MustParseAddrPort("10.0.0.1:443"), xff...), want: "10.0.0.1"},
 		{name: "a peer PeerAddr does not know is read from RemoteAddr", req: addrRequest{fakeRequest: peerRequest("198.51.100.9:1"), peer: netip.MustParseAddrPort("203.0.113.7:1")}, want: "198.51.100.9"},
 		{name: "an invalid PeerAddr is read from RemoteAddr", req: addrRequest{fakeRequest: peerRequest("198.51.100.9:1"), ok: true}, want: "198.51.100.9"},
-		{name: "a peer known to neither is no key", req: addrRequest{fakeRequest: peerRequest("")}, wantErr: ErrNoKey},
+		{name: "a peer known to neither is a bad address", req: addrRequest{fakeRequest: peerRequest("")}, wantErr: ErrBadAddress},
 		{name: "a peer PeerAddr does not know and RemoteAddr garbles is a bad address", req: addrRequest{fakeRequest: peerRequest("@")}, wantErr: ErrBadAddress},
 	}
 	for _, tt := range tests {

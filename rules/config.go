@@ -394,10 +394,12 @@ func (d *decoder) ipKey(ks *keySpec, n *yaml.Node, path string) {
 					ks.ipOpts = append(ks.ipOpts, keyfuncs.TrustLoopback())
 				case "private":
 					ks.ipOpts = append(ks.ipOpts, keyfuncs.TrustPrivate())
+				case "unix":
+					ks.ipOpts = append(ks.ipOpts, keyfuncs.TrustUnixSocket())
 				default:
 					o, err := keyfuncs.TrustProxyCIDRs(s)
 					if err != nil {
-						d.fail(e, path, "%q is not an address, a CIDR prefix, loopback or private", s)
+						d.fail(e, path, "%q is not an address, a CIDR prefix, loopback, private or unix", s)
 						return
 					}
 					ks.ipOpts = append(ks.ipOpts, o)

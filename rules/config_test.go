@@ -162,7 +162,7 @@ func TestParseRejects(t *testing.T) {
 				`rules.yaml:4: keys.j2.join[0]: "j" is a join: join the keys it joins instead`,
 				"rules.yaml:5: keys.bad name: a key's name is letters, digits, '-', '_' and '.'",
 				"rules.yaml:6: keys.s.separator: a separator belongs to a join, not to static",
-				`rules.yaml:7: keys.i.ip.trusted_proxies[0]: "nope" is not an address, a CIDR prefix, loopback or private`,
+				`rules.yaml:7: keys.i.ip.trusted_proxies[0]: "nope" is not an address, a CIDR prefix, loopback, private or unix`,
 				"rules.yaml:7: keys.i.ip.ipv4_prefix: 40 must be at most 32",
 				`rules.yaml:7: keys.i.ip.from: "a b" is not x-forwarded-for, forwarded or a header name`,
 				`rules.yaml:8: keys.h.header: "X Y" is not a header name`,

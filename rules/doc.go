@@ -21,7 +21,7 @@
 //	keys:                      # who is limited: named key functions (package keyfuncs)
 //	  ip:                      # redefines the built-in ip: the client behind a proxy
 //	    ip:
-//	      trusted_proxies: [10.0.0.0/8, loopback]   # CIDRs, addresses, loopback, private
+//	      trusted_proxies: [10.0.0.0/8, loopback]   # CIDRs, addresses, loopback, private, unix (a Unix socket's peer)
 //	      from: x-forwarded-for                     # or forwarded, or a header: X-Real-IP
 //	      ipv4_prefix: 32
 //	      ipv6_prefix: 64

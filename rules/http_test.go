@@ -135,3 +135,33 @@ func TestMiddlewarePassesRequestsNoRouteMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedProxiesUnix keys requests from a proxy on a Unix socket
+// (RemoteAddr "@", as net/http reports such a peer) by the client its
+// X-Forwarded-For names, when the rules file trusts unix; without it they
+// have no key, a 500.
+func TestTrustedProxiesUnix(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	for _, tt := range []struct {
+		name, trust string
+		want        []int // alice, alice again, bob
+	}{
+		{"trusted", "[unix]", []int{200, 429, 200}},
+		{"not trusted", "[loopback]", []int{500, 500, 500}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, "keys:\n  ip:\n    ip: {trusted_proxies: "+tt.trust+"}\nlimiters:\n  per-ip: {limits: 1/m}\nroutes:\n  - {match: /, limiters: per-ip}\n")
+			h := f.set.Middleware(ok)
+			for i, client := range []string{"198.51.100.1", "198.51.100.1", "198.51.100.2"} {
+				r := httptest.NewRequest("GET", "/", nil)
+				r.RemoteAddr = "@"
+				r.Header.Set("X-Forwarded-For", client)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != tt.want[i] {
+					t.Errorf("request %d, client %s: %d, want %d", i, client, w.Code, tt.want[i])
+				}
+			}
+		})
+	}
+}
