@@ -92,7 +92,9 @@ func (lim Limit) applyLimiter(l *Limiter) error {
 
 // WithLimitsFunc chooses the limits per key, for plans and tiers: fn is
 // called on every operation, and its limits replace the Limiter's own; when
-// it returns none, the Limiter's own apply. Limits it returns are validated
+// it returns none, the Limiter's own apply, and with none of its own the
+// operation fails with an error matching ErrInvalidOp, logged at ERROR as
+// below: none is not "unlimited". Limits it returns are validated
 // on every call and an invalid one fails the operation, with a
 // configuration error logged at ERROR naming the Limiter (WithLogger; a
 // line per interval). Their names must differ, as New's do: two limits

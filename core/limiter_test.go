@@ -170,6 +170,35 @@ func TestWithLimitsFuncInvalidLimit(t *testing.T) {
 	}
 }
 
+// A limits function that fails every operation given its answer is a
+// configuration error a developer must see at the first call: each case
+// fails the operation and logs at ERROR, naming the Limiter.
+func TestLimitsFuncErrorsAreLogged(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		limits []core.Limit
+		want   error
+		line   string
+	}{
+		{"none, and the Limiter has none", nil, core.ErrInvalidOp, "the limits function returned none, and the Limiter has none"},
+		{"an invalid name", []core.Limit{core.PerMinute(5).Named("a b\n")}, core.ErrInvalidLimit, "invalid limits from WithLimitsFunc"},
+		{"two of one name", []core.Limit{core.PerMinute(5).Named("x"), core.PerHour(50).Named("x")}, core.ErrInvalidLimit, "invalid limits from WithLimitsFunc"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c capture
+			fn := func(context.Context, string) []core.Limit { return tt.limits }
+			lim := newLimiter(t, newManualClock(t0), core.WithLimitsFunc(fn), core.WithName("plans"), core.WithLogger(slog.New(&c)))
+			if d, err := lim.Allow(context.Background(), "k"); !errors.Is(err, tt.want) {
+				t.Fatalf("Allow = %v, %v; want an error wrapping %v", resultOf(d), err, tt.want)
+			}
+			lines := c.lines()
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "ERROR ") || !strings.Contains(lines[0], tt.line) || !strings.Contains(lines[0], "limiter=plans") {
+				t.Errorf("log = %q, want one ERROR line %q naming the limiter", lines, tt.line)
+			}
+		})
+	}
+}
+
 // Post-hoc settlement through the Limiter: admit at an estimate, then
 // Charge the overage or Refund the unused part.
 func TestLimiterPostHocSettlement(t *testing.T) {

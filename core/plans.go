@@ -51,6 +51,9 @@ func (l *Limiter) planFor(ctx context.Context, key string) ([]Limit, *engine.Pla
 	limits := l.limitsFn(ctx, key)
 	if len(limits) == 0 {
 		if l.plan == nil {
+			l.log.Log(ctx, "config no limits", 1, slog.LevelError,
+				"tollgate: the limits function returned none, and the Limiter has none: every such operation fails",
+				slog.String("limiter", l.name))
 			return nil, nil, fmt.Errorf("%w: the limits function returned none for key %.64q, and the Limiter has none", ErrInvalidOp, key)
 		}
 		return l.limits, l.plan, nil
