@@ -40,6 +40,8 @@ type gate struct {
 	installed bool
 }
 
+var _ keyfuncs.UnixSocketRequest = (*gate)(nil)
+
 // gates holds the gates of requests that are over (see gate).
 var gates = sync.Pool{New: func() any { return new(gate) }}
 
@@ -157,6 +159,10 @@ func (x *gate) Query(name string) string { return keyfuncs.FromHTTP(x.c.Request(
 // RemoteAddr implements keyfuncs.Request: the transport peer,
 // c.Request().RemoteAddr, never echo's RealIP.
 func (x *gate) RemoteAddr() string { return x.c.Request().RemoteAddr }
+
+// UnixSocket implements keyfuncs.UnixSocketRequest: whether the request
+// came over a Unix socket (see keyfuncs.TrustUnixSocket).
+func (x *gate) UnixSocket() bool { return keyfuncs.OnUnixSocket(x.c.Request()) }
 
 // Context implements keyfuncs.Request.
 func (x *gate) Context() context.Context { return x.c.Request().Context() }

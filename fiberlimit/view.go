@@ -24,6 +24,8 @@ import (
 // a constant: nothing it hands out aliases the request.
 type view struct{ c *fiber.Ctx }
 
+var _ keyfuncs.UnixSocketRequest = view{}
+
 var (
 	_ keyfuncs.PeerAddrRequest = view{}
 	_ guard.RoutePatterner     = view{}
@@ -135,6 +137,13 @@ func (v view) PeerAddr() (netip.AddrPort, bool) {
 	}
 	ap := a.AddrPort()
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+}
+
+// UnixSocket implements keyfuncs.UnixSocketRequest: whether the server's
+// end of the connection is a Unix socket (see keyfuncs.TrustUnixSocket).
+func (v view) UnixSocket() bool {
+	_, ok := v.c.Context().LocalAddr().(*net.UnixAddr)
+	return ok
 }
 
 // Context implements keyfuncs.Request: c.UserContext().

@@ -16,7 +16,7 @@ import (
 // assertion.
 type request struct{ c *gin.Context }
 
-var _ keyfuncs.Request = request{}
+var _ keyfuncs.UnixSocketRequest = request{}
 
 // Method implements keyfuncs.Request.
 func (x request) Method() string { return keyfuncs.FromHTTP(x.c.Request).Method() }
@@ -42,6 +42,10 @@ func (x request) Query(name string) string { return keyfuncs.FromHTTP(x.c.Reques
 // c.Request.RemoteAddr: never c.ClientIP(), whose proxy trust is gin's
 // engine configuration (see the package documentation).
 func (x request) RemoteAddr() string { return x.c.Request.RemoteAddr }
+
+// UnixSocket implements keyfuncs.UnixSocketRequest: whether the request
+// came over a Unix socket (see keyfuncs.TrustUnixSocket).
+func (x request) UnixSocket() bool { return keyfuncs.OnUnixSocket(x.c.Request) }
 
 // Context implements keyfuncs.Request with c.Request.Context(): it ends
 // with the request whatever gin's ContextWithFallback says.

@@ -33,7 +33,10 @@ type request struct {
 	method string
 }
 
-var _ keyfuncs.PeerAddrRequest = (*request)(nil)
+var (
+	_ keyfuncs.PeerAddrRequest   = (*request)(nil)
+	_ keyfuncs.UnixSocketRequest = (*request)(nil)
+)
 
 // Method implements keyfuncs.Request: gRPC sends every call as an HTTP/2
 // POST.
@@ -89,6 +92,21 @@ func (x *request) PeerAddr() (netip.AddrPort, bool) {
 		return netip.AddrPort{}, false
 	}
 	return a.AddrPort(), true
+}
+
+// UnixSocket implements keyfuncs.UnixSocketRequest: whether the RPC came
+// over a Unix socket, by the server's end of its connection (see
+// keyfuncs.TrustUnixSocket).
+func (x *request) UnixSocket() bool {
+	p, ok := peer.FromContext(x.ctx)
+	if !ok {
+		return false
+	}
+	if _, ok := p.LocalAddr.(*net.UnixAddr); ok {
+		return true
+	}
+	_, ok = p.Addr.(*net.UnixAddr)
+	return ok
 }
 
 // Context implements keyfuncs.Request.

@@ -36,7 +36,10 @@
 //
 // By default IP keys on the peer alone. With TrustProxies (or
 // TrustProxyCIDRs, TrustLoopback, TrustPrivate) it reads one chosen header
-// when, and only when, the peer is inside a trusted prefix. List headers
+// when, and only when, the peer is inside a trusted prefix; with
+// TrustUnixSocket, when the request came over a Unix socket, whose peer
+// has no address (the header must then name the client, or the request
+// has no key). List headers
 // (X-Forwarded-For, Forwarded) are read right to left, because each proxy
 // appends the address it received the request from: the entries on the
 // right were written by trusted proxies, those on the left by whoever

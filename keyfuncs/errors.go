@@ -11,8 +11,7 @@ import (
 // to an HTTP client.
 var (
 	// ErrNoKey reports that a request carries nothing to derive a key from:
-	// a missing or empty header, query parameter, route, context value or
-	// remote address.
+	// a missing or empty header, query parameter, route or context value.
 	ErrNoKey = errors.New("keyfuncs: no key")
 
 	// ErrKeyTooLong reports that the value a key would be built from is
@@ -20,8 +19,11 @@ var (
 	// return an unbounded, client-chosen key.
 	ErrKeyTooLong = errors.New("keyfuncs: key too long")
 
-	// ErrBadAddress reports that the remote (peer) address of a request
-	// cannot be parsed as an IP address, with or without a port.
+	// ErrBadAddress reports that the remote (peer) address of a request is
+	// no IP address, with or without a port: it is empty, does not parse,
+	// or is a Unix socket's peer, untrusted (see TrustUnixSocket) or whose
+	// forwarding header names no client. The server, not the client, made
+	// it so.
 	ErrBadAddress = errors.New("keyfuncs: bad remote address")
 
 	// ErrInvalidOption reports an invalid option passed to NewIP or

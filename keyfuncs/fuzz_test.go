@@ -87,6 +87,7 @@ func FuzzIP(f *testing.F) {
 		{"X-Real-IP", IP(realIPConf...), 32, 64},
 		{"source without trusted proxies", IP(FromForwarded()), 32, 64},
 	}
+	unixTen := IP(append([]IPOption{TrustUnixSocket()}, xffConf...)...)
 	basePrefixed := IP(IPv4Prefix(20), IPv6Prefix(40))
 	prefixed := config{"prefixes", IP(trustTen, IPv4Prefix(20), IPv6Prefix(40)), 20, 40}
 	f.Fuzz(func(t *testing.T, remote, xff, fwd, single string) {
@@ -123,6 +124,25 @@ func FuzzIP(f *testing.F) {
 			checkKey(t, got, c.v4Bits, c.v6Bits)
 			if (untrusted || c.name == "source without trusted proxies") && got != want {
 				t.Fatalf("%s: IP(%q) with an untrusted peer = %q, want the peer's key %q", c.name, remote, got, want)
+			}
+		}
+		// TrustUnixSocket changes nothing for a peer with an address, nor
+		// for one off a Unix socket; on one, the key is an address the
+		// header names, or there is none (ErrBadAddress).
+		want, wantErr := configs[0].fn(req) // the same trusted prefixes, without the option
+		for _, unix := range []bool{false, true} {
+			got, err := unixTen(socketRequest{req, unix})
+			switch {
+			case peerOK:
+				if got != want || (err == nil) != (wantErr == nil) {
+					t.Fatalf("TrustUnixSocket (unix %v): IP(%q) = %q, %v; want %q, %v", unix, remote, got, err, want, wantErr)
+				}
+			case !unix || err != nil:
+				if !errors.Is(err, ErrBadAddress) || got != "" {
+					t.Fatalf("TrustUnixSocket (unix %v): IP(%q) = %q, %v; want ErrBadAddress", unix, remote, got, err)
+				}
+			default:
+				checkKey(t, got, 32, 64)
 			}
 		}
 	})

@@ -39,6 +39,7 @@ func (h httpRequest) Route() string                     { return h.r.Pattern }
 func (h httpRequest) Header(name string) string         { return h.r.Header.Get(name) }
 func (h httpRequest) HeaderValues(name string) []string { return h.r.Header.Values(name) }
 func (h httpRequest) RemoteAddr() string                { return h.r.RemoteAddr }
+func (h httpRequest) UnixSocket() bool                  { return OnUnixSocket(h.r) }
 func (h httpRequest) Context() context.Context          { return h.r.Context() }
 
 func (h httpRequest) Query(name string) string {

@@ -113,8 +113,17 @@ func TrustPrivate() IPOption {
 // (FromXForwardedFor, FromForwarded or FromHeader) as for any trusted
 // peer, walking past the addresses of trusted proxies; a request whose
 // header names no usable address gets an error matching ErrBadAddress: the
-// proxy, not the client, failed to say who the client is. Use it only when
-// every process that can connect to the socket is a proxy you run.
+// proxy, not the client, failed to say who the client is. Whether a
+// request came over a Unix socket is asked of its connection (see
+// UnixSocketRequest), not read from RemoteAddr: a layer in front that
+// rewrites RemoteAddr cannot make a TCP client look like one.
+//
+// Use it only when every process that can connect to the socket is a
+// proxy you run, and that proxy sets the header, replacing what the client
+// sent: nginx's proxy_pass sets none by default, and without
+// "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" (or
+// "X-Real-IP $remote_addr" with FromHeader("X-Real-IP")) a client's own
+// header would reach the service as its key.
 func TrustUnixSocket() IPOption {
 	return func(c *ipConfig) error {
 		c.unix = true
@@ -205,7 +214,8 @@ func IP(opts ...IPOption) Func {
 // or PeerAddr when the Request is a PeerAddrRequest) alone, and forwarding
 // headers are ignored: any client can write them.
 // They are read only when the peer is inside a prefix given by TrustProxies
-// (or TrustProxyCIDRs, TrustLoopback, TrustPrivate), from the header chosen
+// (or TrustProxyCIDRs, TrustLoopback, TrustPrivate), or is on a Unix
+// socket trusted by TrustUnixSocket, from the header chosen
 // by FromXForwardedFor (the default), FromForwarded or FromHeader; the last
 // of those options wins.
 //
@@ -216,7 +226,8 @@ func IP(opts ...IPOption) Func {
 // Addresses inside a trusted prefix are skipped, and the first address that
 // is not trusted is the client. If the walk ends before finding one, the key
 // is the last address it reached, which is a trusted proxy (possibly the
-// peer itself). The walk ends at the left end of the header; at an entry
+// peer itself); behind a trusted Unix socket, which has no address, the
+// request then has no key (ErrBadAddress). The walk ends at the left end of the header; at an entry
 // that is not a usable address (garbage, "unknown", an obfuscated
 // identifier such as "_hidden", a malformed Forwarded element or one without
 // exactly one for= parameter, an X-Forwarded-For entry longer than 256
@@ -267,8 +278,11 @@ var (
 func (c *ipConfig) key(r Request) (string, error) {
 	peer, text, err := peerOf(r)
 	if err != nil {
-		if c.unix && err == errUnixPeer {
-			return c.unixClient(r)
+		if unixPeer(r) {
+			if c.unix {
+				return c.unixClient(r)
+			}
+			return "", errUnixPeer
 		}
 		return "", err
 	}
@@ -298,19 +312,22 @@ func peerOf(r Request) (peer netip.Addr, text string, err error) {
 	}
 	peer, text, ok := parseNodeText(ra)
 	if !ok {
-		if isUnixPeer(ra) {
-			return netip.Addr{}, "", errUnixPeer
-		}
 		return netip.Addr{}, "", fmt.Errorf("%w: %.64q", ErrBadAddress, ra)
 	}
 	return peer, text, nil
 }
 
-// isUnixPeer reports whether ra, a RemoteAddr that is not empty and no
-// address, is a Unix socket's peer as net/http reports it: "@" for a peer
-// that bound no name, else its abstract name ("@name") or its socket
-// file's path.
-func isUnixPeer(ra string) bool { return ra[0] == '@' || ra[0] == '/' }
+// unixPeer reports whether r, whose peer is no address, came over a Unix
+// socket: as r says when it is a UnixSocketRequest, else by the form of
+// RemoteAddr ("@" for a peer that bound no name on Linux, its abstract
+// name "@name", or its socket file's path).
+func unixPeer(r Request) bool {
+	if u, ok := r.(UnixSocketRequest); ok {
+		return u.UnixSocket()
+	}
+	ra := r.RemoteAddr()
+	return ra != "" && (ra[0] == '@' || ra[0] == '/')
+}
 
 // unixClient returns the key of the client that a request from a trusted
 // Unix socket's peer comes from, read from the forwarding header.

@@ -2,6 +2,8 @@ package keyfuncs
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"net/netip"
 )
 
@@ -44,9 +46,11 @@ type Request interface {
 	Query(name string) string
 
 	// RemoteAddr returns the address of the transport peer: "ip:port",
-	// "[ipv6%zone]:port" or a bare IP address. A Request that holds the
-	// peer as an address rather than as text may also implement
-	// PeerAddrRequest, which IP then reads instead of parsing RemoteAddr.
+	// "[ipv6%zone]:port" or a bare IP address; for a peer on a Unix
+	// socket, what net/http reports ("@", a socket path, or "" on macOS
+	// and the BSDs). A Request that holds the peer as an address rather
+	// than as text may also implement PeerAddrRequest, which IP then reads
+	// instead of parsing RemoteAddr.
 	RemoteAddr() string
 
 	// Context returns the request's context. It is never nil.
@@ -74,10 +78,35 @@ type PeerAddrRequest interface {
 	PeerAddr() (netip.AddrPort, bool)
 }
 
+// A UnixSocketRequest is a Request that knows, from its connection,
+// whether it came over a Unix domain socket. IP asks it when the peer is
+// no address (see TrustUnixSocket): the text of RemoteAddr cannot say,
+// being "@" for an unnamed peer on Linux but "" on macOS and the BSDs, and
+// anything at all once a layer in front rewrites RemoteAddr. Every adapter
+// of this module implements it; for a Request that does not, IP takes a
+// RemoteAddr of "@", "@name" or a path to be a Unix socket's peer.
+type UnixSocketRequest interface {
+	Request
+
+	// UnixSocket reports whether the request came over a Unix domain
+	// socket: whether the server's end of its connection is one.
+	UnixSocket() bool
+}
+
+// OnUnixSocket reports whether r came over a Unix domain socket: whether
+// the local address net/http keeps in its context
+// (http.LocalAddrContextKey) is a *net.UnixAddr. It is UnixSocket for
+// FromHTTP's Request, and for the adapters over net/http.
+func OnUnixSocket(r *http.Request) bool {
+	_, ok := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr)
+	return ok
+}
+
 // Func derives a rate-limiting key from a request: who (or what) is being
 // limited. The functions of this package never return an empty key with a
 // nil error: they return ErrNoKey (wrapped) when the request carries no key,
-// and ErrKeyTooLong when the value is longer than MaxKeyLen.
+// ErrKeyTooLong when the value is longer than MaxKeyLen, and (IP)
+// ErrBadAddress when the peer is no usable address.
 //
 // A Func must be safe for concurrent use; all Funcs of this package are.
 type Func func(r Request) (string, error)

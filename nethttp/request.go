@@ -14,6 +14,8 @@ import (
 // the options below reach the *http.Request again.
 type request struct{ r *http.Request }
 
+var _ keyfuncs.UnixSocketRequest = request{}
+
 func (x request) Method() string { return keyfuncs.FromHTTP(x.r).Method() }
 func (x request) Path() string   { return keyfuncs.FromHTTP(x.r).Path() }
 func (x request) Route() string  { return x.r.Pattern }
@@ -34,6 +36,7 @@ func (x request) Header(name string) string         { return x.r.Header.Get(name
 func (x request) HeaderValues(name string) []string { return x.r.Header.Values(name) }
 func (x request) Query(name string) string          { return keyfuncs.FromHTTP(x.r).Query(name) }
 func (x request) RemoteAddr() string                { return x.r.RemoteAddr }
+func (x request) UnixSocket() bool                  { return keyfuncs.OnUnixSocket(x.r) }
 func (x request) Context() context.Context          { return x.r.Context() }
 
 // errNotHTTP is returned by the functions of KeyFunc when they are called

@@ -1,6 +1,8 @@
 package rules_test
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -136,10 +138,10 @@ func TestMiddlewarePassesRequestsNoRouteMatches(t *testing.T) {
 	}
 }
 
-// TestTrustedProxiesUnix keys requests from a proxy on a Unix socket
-// (RemoteAddr "@", as net/http reports such a peer) by the client its
-// X-Forwarded-For names, when the rules file trusts unix; without it they
-// have no key, a 500.
+// TestTrustedProxiesUnix keys requests from a proxy on a Unix socket (as
+// net/http serves them: RemoteAddr "@", the socket as the local address in
+// the context) by the client its X-Forwarded-For names, when the rules
+// file trusts unix; without it they have no key, a 500.
 func TestTrustedProxiesUnix(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	for _, tt := range []struct {
@@ -154,6 +156,7 @@ func TestTrustedProxiesUnix(t *testing.T) {
 			h := f.set.Middleware(ok)
 			for i, client := range []string{"198.51.100.1", "198.51.100.1", "198.51.100.2"} {
 				r := httptest.NewRequest("GET", "/", nil)
+				r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.UnixAddr{Name: "/run/app.sock", Net: "unix"}))
 				r.RemoteAddr = "@"
 				r.Header.Set("X-Forwarded-For", client)
 				w := httptest.NewRecorder()
