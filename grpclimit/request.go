@@ -27,6 +27,8 @@ import (
 //	RemoteAddr    the peer's address (grpc/peer), e.g. "192.0.2.1:50312"
 //	PeerAddr      the same as a netip.AddrPort, for a TCP peer
 //	              (keyfuncs.PeerAddrRequest, which keyfuncs.IP reads)
+//	UnixSocket    whether the server's end of the connection is a Unix
+//	              socket (keyfuncs.UnixSocketRequest)
 //	Context       the RPC's context
 type request struct {
 	ctx    context.Context
@@ -69,10 +71,11 @@ func (x *request) Query(string) string { return "" }
 // RemoteAddr implements keyfuncs.Request with the address of the
 // transport peer, or "" when the context has none. Over a Unix socket or
 // an in-memory listener (bufconn) it is not an IP address, and
-// keyfuncs.IP fails the RPC: key such servers on something else.
+// keyfuncs.IP fails the RPC, unless keyfuncs.TrustUnixSocket trusts a Unix
+// socket's peer: key other such servers on something else.
 func (x *request) RemoteAddr() string {
 	p, ok := peer.FromContext(x.ctx)
-	if !ok || p.Addr == nil {
+	if !ok || p == nil || p.Addr == nil {
 		return ""
 	}
 	return p.Addr.String()
@@ -84,7 +87,7 @@ func (x *request) RemoteAddr() string {
 // peer, whose RemoteAddr IP reads instead.
 func (x *request) PeerAddr() (netip.AddrPort, bool) {
 	p, ok := peer.FromContext(x.ctx)
-	if !ok {
+	if !ok || p == nil {
 		return netip.AddrPort{}, false
 	}
 	a, ok := p.Addr.(*net.TCPAddr)
@@ -95,17 +98,16 @@ func (x *request) PeerAddr() (netip.AddrPort, bool) {
 }
 
 // UnixSocket implements keyfuncs.UnixSocketRequest: whether the RPC came
-// over a Unix socket, by the server's end of its connection (see
-// keyfuncs.TrustUnixSocket).
+// over a Unix socket, by the server's end of its connection (the peer's
+// LocalAddr, which grpc sets; never the client's address, which an
+// interceptor or a PROXY-protocol listener may rewrite). See
+// keyfuncs.TrustUnixSocket.
 func (x *request) UnixSocket() bool {
 	p, ok := peer.FromContext(x.ctx)
-	if !ok {
+	if !ok || p == nil {
 		return false
 	}
-	if _, ok := p.LocalAddr.(*net.UnixAddr); ok {
-		return true
-	}
-	_, ok = p.Addr.(*net.UnixAddr)
+	_, ok = p.LocalAddr.(*net.UnixAddr)
 	return ok
 }
 

@@ -1,6 +1,7 @@
 package grpclimit_test
 
 import (
+	"context"
 	"net"
 	"path/filepath"
 	"testing"
@@ -17,49 +18,83 @@ import (
 
 // A proxy on the same host that forwards RPCs over a Unix socket, trusted
 // with keyfuncs.TrustUnixSocket: its x-forwarded-for metadata names the
-// client, over a real socket. A peer that is no address and no Unix
-// socket (bufconn's) stays untrusted.
+// client, over a real socket, whether the peer reads as "@" or as ""
+// (macOS, the BSDs). Whether the RPC came over a socket is the server's
+// end of the connection: a TCP client whose address reads as a socket's,
+// and a peer that is no address and no socket (bufconn's), stay
+// untrusted.
 func TestAProxyOnAUnixSocket(t *testing.T) {
 	trust := grpclimit.WithKey(keyfuncs.IP(keyfuncs.TrustUnixSocket()))
-	lim := guardtest.NewLimiter(t, nil, perMinute(1, "per-minute"))
-	path := filepath.Join(t.TempDir(), "app.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
+	// client serves on a listener of network whose connections report
+	// the peer remote (nil: their own), and returns a client of it.
+	client := func(t *testing.T, network string, remote net.Addr) testgrpc.TestServiceClient {
+		addr := "127.0.0.1:0"
+		if network == "unix" {
+			addr = filepath.Join(t.TempDir(), "app.sock")
+		}
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		if remote != nil {
+			l = guardtest.WithPeer(l, remote)
+		}
+		lim := guardtest.NewLimiter(t, nil, perMinute(1, "per-minute"))
+		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim, trust)))
+		testgrpc.RegisterTestServiceServer(srv, &service{})
+		go func() { _ = srv.Serve(l) }()
+		conn, err := grpc.NewClient("passthrough:///app", grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			conn.Close()
+			srv.Stop()
+		})
+		return testgrpc.NewTestServiceClient(conn)
 	}
-	svc := &service{}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim, trust)))
-	testgrpc.RegisterTestServiceServer(srv, svc)
-	go func() { _ = srv.Serve(l) }()
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		srv.Stop()
-	})
-	c := testgrpc.NewTestServiceClient(conn)
-	for i, s := range []struct {
-		xff  string
-		want codes.Code
-	}{
-		{"198.51.100.1", codes.OK},
-		{"6.6.6.6, 198.51.100.1", codes.ResourceExhausted},
-		{"198.51.100.2", codes.OK},
-		{"", codes.Internal},
-	} {
+	call := func(t *testing.T, c testgrpc.TestServiceClient, xff string) reply {
+		t.Helper()
 		var kv []string
-		if s.xff != "" {
-			kv = []string{"x-forwarded-for", s.xff}
+		if xff != "" {
+			kv = []string{"x-forwarded-for", xff}
 		}
-		if r := callUnary(t, c, 0, kv...); r.code() != s.want {
-			t.Errorf("RPC %d, x-forwarded-for %q: %v (%v), want %v", i, s.xff, r.code(), r.err, s.want)
+		return callUnary(t, c, 0, kv...)
+	}
+	trusted := func(t *testing.T, c testgrpc.TestServiceClient) {
+		for i, s := range []struct {
+			xff  string
+			want codes.Code
+		}{
+			{"198.51.100.1", codes.OK},
+			{"6.6.6.6, 198.51.100.1", codes.ResourceExhausted},
+			{"198.51.100.2", codes.OK},
+			{"", codes.Internal},
+		} {
+			if r := call(t, c, s.xff); r.code() != s.want {
+				t.Errorf("RPC %d, x-forwarded-for %q: %v (%v), want %v", i, s.xff, r.code(), r.err, s.want)
+			}
 		}
 	}
-
-	bufc := serve(t, "", &service{}, grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim, trust)))
-	if r := callUnary(t, bufc, 0, "x-forwarded-for", "198.51.100.3"); r.code() != codes.Internal {
-		t.Errorf("a bufconn peer under TrustUnixSocket: %v (%v), want Internal", r.code(), r.err)
-	}
+	t.Run("trusted", func(t *testing.T) { trusted(t, client(t, "unix", nil)) })
+	t.Run("trusted, the peer read as empty", func(t *testing.T) {
+		trusted(t, client(t, "unix", &net.UnixAddr{Name: "", Net: "unix"}))
+	})
+	t.Run("a TCP connection whose peer reads as a socket's is not one", func(t *testing.T) {
+		if r := call(t, client(t, "tcp", &net.UnixAddr{Name: "@", Net: "unix"}), "198.51.100.3"); r.code() != codes.Internal {
+			t.Errorf("%v (%v), want Internal", r.code(), r.err)
+		}
+	})
+	t.Run("bufconn is not a socket", func(t *testing.T) {
+		lim := guardtest.NewLimiter(t, nil, perMinute(1, "per-minute"))
+		c := serve(t, "", &service{}, grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim, trust)))
+		if r := call(t, c, "198.51.100.3"); r.code() != codes.Internal {
+			t.Errorf("%v (%v), want Internal", r.code(), r.err)
+		}
+	})
 }

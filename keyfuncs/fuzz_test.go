@@ -127,8 +127,9 @@ func FuzzIP(f *testing.F) {
 			}
 		}
 		// TrustUnixSocket changes nothing for a peer with an address, nor
-		// for one off a Unix socket; on one, the key is an address the
-		// header names, or there is none (ErrBadAddress).
+		// for one off a Unix socket; on one, the key is the client the
+		// X-Forwarded-For walk finds from no peer (refXFF), or there is
+		// none (ErrBadAddress).
 		want, wantErr := configs[0].fn(req) // the same trusted prefixes, without the option
 		for _, unix := range []bool{false, true} {
 			got, err := unixTen(socketRequest{req, unix})
@@ -137,12 +138,21 @@ func FuzzIP(f *testing.F) {
 				if got != want || (err == nil) != (wantErr == nil) {
 					t.Fatalf("TrustUnixSocket (unix %v): IP(%q) = %q, %v; want %q, %v", unix, remote, got, err, want, wantErr)
 				}
-			case !unix || err != nil:
+			case !unix:
 				if !errors.Is(err, ErrBadAddress) || got != "" {
 					t.Fatalf("TrustUnixSocket (unix %v): IP(%q) = %q, %v; want ErrBadAddress", unix, remote, got, err)
 				}
 			default:
-				checkKey(t, got, 32, 64)
+				client := refXFF(lines(xff), netip.Addr{})
+				if !client.IsValid() {
+					if !errors.Is(err, ErrBadAddress) {
+						t.Fatalf("TrustUnixSocket: IP(%q, X-Forwarded-For %q) = %q, %v; want ErrBadAddress", remote, xff, got, err)
+					}
+					break
+				}
+				if want := (&ipConfig{v4Bits: 32, v6Bits: 64}).format(client); err != nil || got != want {
+					t.Fatalf("TrustUnixSocket: IP(%q, X-Forwarded-For %q) = %q, %v; want %q", remote, xff, got, err, want)
+				}
 			}
 		}
 	})

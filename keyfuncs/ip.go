@@ -106,24 +106,34 @@ func TrustPrivate() IPOption {
 // TrustUnixSocket trusts a peer on a Unix domain socket as a proxy: a
 // reverse proxy on the same host (nginx, HAProxy, Envoy) that forwards to
 // the service over a socket file. net/http reports such a peer as the
-// RemoteAddr "@" (or the socket path the peer bound, if any), which is no
-// address: without this option IP returns an error matching ErrBadAddress
+// RemoteAddr "@" on Linux and "" on macOS and the BSDs (or the socket path
+// the peer bound, if any), which is no address: without this option IP
+// returns an error matching ErrBadAddress
 // for every request from it, as nothing tells one client from another.
 // With it, the client address is read from the forwarding header
 // (FromXForwardedFor, FromForwarded or FromHeader) as for any trusted
 // peer, walking past the addresses of trusted proxies; a request whose
 // header names no usable address gets an error matching ErrBadAddress: the
 // proxy, not the client, failed to say who the client is. Whether a
-// request came over a Unix socket is asked of its connection (see
-// UnixSocketRequest), not read from RemoteAddr: a layer in front that
-// rewrites RemoteAddr cannot make a TCP client look like one.
+// request came over a Unix socket is asked of its connection, the server's
+// end of it (see UnixSocketRequest), not read from RemoteAddr: a layer
+// that rewrites RemoteAddr alone cannot make a TCP client look like one.
+// (A PROXY-protocol listener sets the connection's local address from
+// the header it reads: accept that header only from senders you trust, as
+// for any address it carries.)
 //
 // Use it only when every process that can connect to the socket is a
-// proxy you run, and that proxy sets the header, replacing what the client
-// sent: nginx's proxy_pass sets none by default, and without
-// "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" (or
-// "X-Real-IP $remote_addr" with FromHeader("X-Real-IP")) a client's own
-// header would reach the service as its key.
+// proxy you run, and that proxy writes the client's address into the
+// header: nginx's proxy_pass sets no X-Forwarded-For by default, and a
+// client's own would then reach the service as its key. With
+// "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" nginx
+// appends the address it received the request from, which IP, reading
+// right to left, takes; or set "proxy_set_header X-Real-IP $remote_addr;"
+// and read it with FromHeader("X-Real-IP"). nginx never sets Forwarded.
+//
+// A request made in a test (httptest.NewRequest) is on no socket: put a
+// *net.UnixAddr in its context under http.LocalAddrContextKey, as
+// net/http does for a request it serves over one.
 func TrustUnixSocket() IPOption {
 	return func(c *ipConfig) error {
 		c.unix = true
@@ -248,9 +258,9 @@ func IP(opts ...IPOption) Func {
 // same prefix get the same key.
 //
 // The Func returns an error matching ErrBadAddress if RemoteAddr is empty
-// or not an address (when it reads RemoteAddr: see PeerAddrRequest), a
-// Unix socket's peer included unless TrustUnixSocket trusts it; it never
-// panics. On the common path
+// or not an address (when it reads RemoteAddr: see PeerAddrRequest), but
+// for a request on a Unix socket that TrustUnixSocket trusts, whose key
+// its forwarding header gives; it never panics. On the common path
 // (an IPv4 peer, keyed by address) it allocates nothing when it reads
 // RemoteAddr, whose address part is the key, and one string, the key, when
 // it reads PeerAddr.

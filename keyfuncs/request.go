@@ -93,8 +93,8 @@ type UnixSocketRequest interface {
 	UnixSocket() bool
 }
 
-// OnUnixSocket reports whether r came over a Unix domain socket: whether
-// the local address net/http keeps in its context
+// OnUnixSocket reports whether r, not nil, came over a Unix domain
+// socket: whether the local address net/http keeps in its context
 // (http.LocalAddrContextKey) is a *net.UnixAddr. It is UnixSocket for
 // FromHTTP's Request, and for the adapters over net/http.
 func OnUnixSocket(r *http.Request) bool {

@@ -24,18 +24,31 @@ type ServeFunc func(t *testing.T, l net.Listener, lim *core.Limiter, key keyfunc
 // BSDs). By default no request from it has a client address, and each
 // gets a 500 that tells nothing of why; trusted with
 // keyfuncs.TrustUnixSocket, X-Forwarded-For names the client, and a
-// request without a usable one is a 500.
+// request without a usable one is a 500. The adapter must ask the
+// connection whether it is a Unix socket (keyfuncs.UnixSocketRequest):
+// a socket whose peer reads "" is one, and a TCP connection whose peer
+// reads "@" is not.
 func UnixSocketProxy(t *testing.T, serve ServeFunc) {
-	client := func(t *testing.T, key keyfuncs.Func) *http.Client {
-		path := filepath.Join(t.TempDir(), "app.sock")
-		l, err := net.Listen("unix", path)
+	// client serves the adapter on a listener of network whose
+	// connections report the peer remote (nil: their own), and returns a
+	// client of it.
+	client := func(t *testing.T, key keyfuncs.Func, network string, remote net.Addr) *http.Client {
+		addr := "127.0.0.1:0"
+		if network == "unix" {
+			addr = filepath.Join(t.TempDir(), "app.sock")
+		}
+		l, err := net.Listen(network, addr)
 		if err != nil {
 			t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		if remote != nil {
+			l = WithPeer(l, remote)
 		}
 		serve(t, l, NewLimiter(t, nil, core.PerMinute(1).WithAlgorithm(core.FixedWindow).Named("m")), key)
 		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			return d.DialContext(ctx, network, addr)
 		}}
 		t.Cleanup(tr.CloseIdleConnections)
 		return &http.Client{Transport: tr}
@@ -57,8 +70,8 @@ func UnixSocketProxy(t *testing.T, serve ServeFunc) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	t.Run("trusted", func(t *testing.T) {
-		c := client(t, keyfuncs.IP(keyfuncs.TrustUnixSocket()))
+	trusting := keyfuncs.IP(keyfuncs.TrustUnixSocket())
+	trusted := func(t *testing.T, c *http.Client) {
 		for i, s := range []struct {
 			xff  string
 			want int
@@ -73,17 +86,48 @@ func UnixSocketProxy(t *testing.T, serve ServeFunc) {
 				t.Errorf("request %d, X-Forwarded-For %q: %d %s, want %d", i, s.xff, got, body, s.want)
 			}
 		}
-	})
-	t.Run("not trusted", func(t *testing.T) {
-		c := client(t, nil)
+	}
+	noKey := func(t *testing.T, c *http.Client) {
 		for _, xff := range []string{"198.51.100.1", "6.6.6.6"} {
 			got, body := get(t, c, xff)
 			if got != 500 || strings.Contains(body, "keyfuncs") || strings.Contains(body, "Unix") {
 				t.Errorf("X-Forwarded-For %q: %d %s, want a 500 that tells nothing of the cause", xff, got, body)
 			}
 		}
+	}
+	t.Run("trusted", func(t *testing.T) { trusted(t, client(t, trusting, "unix", nil)) })
+	t.Run("trusted, the peer read as empty (macOS, BSD)", func(t *testing.T) {
+		trusted(t, client(t, trusting, "unix", &net.UnixAddr{Name: "", Net: "unix"}))
+	})
+	t.Run("not trusted", func(t *testing.T) { noKey(t, client(t, nil, "unix", nil)) })
+	t.Run("a TCP connection whose peer reads as a socket's is not one", func(t *testing.T) {
+		noKey(t, client(t, trusting, "tcp", &net.UnixAddr{Name: "@", Net: "unix"}))
 	})
 }
+
+// WithPeer returns l with its connections reporting remote as their peer,
+// as a layer in front that rewrites the peer's address would.
+func WithPeer(l net.Listener, remote net.Addr) net.Listener { return peerListener{l, remote} }
+
+type peerListener struct {
+	net.Listener
+	remote net.Addr
+}
+
+func (l peerListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return peerConn{c, l.remote}, nil
+}
+
+type peerConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c peerConn) RemoteAddr() net.Addr { return c.remote }
 
 // ServeHTTP is the ServeFunc of an adapter whose middleware wraps an
 // http.Handler: handler builds the server's handler from lim and key.
