@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/tollgate/tollgate/core"
+	"github.com/tollgate/tollgate/guard/guardtest"
 )
 
 // The full methods of the test service.
@@ -80,28 +81,6 @@ func (s *service) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, ss
 	return nil
 }
 
-// peerListener is a bufconn listener whose connections come from peer, so
-// that a test chooses the address grpc/peer reports.
-type peerListener struct {
-	*bufconn.Listener
-	peer net.Addr
-}
-
-func (l peerListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return peerConn{c, l.peer}, nil
-}
-
-type peerConn struct {
-	net.Conn
-	peer net.Addr
-}
-
-func (c peerConn) RemoteAddr() net.Addr { return c.peer }
-
 // serve starts a gRPC server with svc and opts on an in-memory listener
 // whose connections come from peer (an IP address; "" for bufconn's own
 // address, which is not one), and returns a client of it. Both stop with
@@ -111,13 +90,20 @@ func serve(t *testing.T, peer string, svc *service, opts ...grpc.ServerOption) t
 	bl := bufconn.Listen(1 << 20)
 	var ln net.Listener = bl
 	if peer != "" {
-		ln = peerListener{bl, net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(peer), 40000))}
+		ln = guardtest.WithPeer(bl, net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(peer), 40000)))
 	}
+	return serveOn(t, ln, bl.DialContext, svc, opts...)
+}
+
+// serveOn starts a gRPC server with svc and opts on ln, and returns a
+// client of it that connects with dial. Both stop with t.
+func serveOn(t *testing.T, ln net.Listener, dial func(context.Context) (net.Conn, error), svc *service, opts ...grpc.ServerOption) testgrpc.TestServiceClient {
+	t.Helper()
 	srv := grpc.NewServer(opts...)
 	testgrpc.RegisterTestServiceServer(srv, svc)
 	go func() { _ = srv.Serve(ln) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return bl.DialContext(ctx) }),
+	conn, err := grpc.NewClient("passthrough:///app",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return dial(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

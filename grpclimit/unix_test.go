@@ -1,14 +1,11 @@
 package grpclimit_test
 
 import (
-	"context"
 	"net"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/tollgate/tollgate/grpclimit"
@@ -28,35 +25,9 @@ func TestAProxyOnAUnixSocket(t *testing.T) {
 	// client serves on a listener of network whose connections report
 	// the peer remote (nil: their own), and returns a client of it.
 	client := func(t *testing.T, network string, remote net.Addr) testgrpc.TestServiceClient {
-		addr := "127.0.0.1:0"
-		if network == "unix" {
-			addr = filepath.Join(t.TempDir(), "app.sock")
-		}
-		l, err := net.Listen(network, addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr = l.Addr().String()
-		if remote != nil {
-			l = guardtest.WithPeer(l, remote)
-		}
+		l, dial := guardtest.Listen(t, network, remote)
 		lim := guardtest.NewLimiter(t, nil, perMinute(1, "per-minute"))
-		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim, trust)))
-		testgrpc.RegisterTestServiceServer(srv, &service{})
-		go func() { _ = srv.Serve(l) }()
-		conn, err := grpc.NewClient("passthrough:///app", grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, network, addr)
-			}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			conn.Close()
-			srv.Stop()
-		})
-		return testgrpc.NewTestServiceClient(conn)
+		return serveOn(t, l, dial, &service{}, grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(lim, trust)))
 	}
 	call := func(t *testing.T, c testgrpc.TestServiceClient, xff string) reply {
 		t.Helper()

@@ -33,23 +33,9 @@ func UnixSocketProxy(t *testing.T, serve ServeFunc) {
 	// connections report the peer remote (nil: their own), and returns a
 	// client of it.
 	client := func(t *testing.T, key keyfuncs.Func, network string, remote net.Addr) *http.Client {
-		addr := "127.0.0.1:0"
-		if network == "unix" {
-			addr = filepath.Join(t.TempDir(), "app.sock")
-		}
-		l, err := net.Listen(network, addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr = l.Addr().String()
-		if remote != nil {
-			l = WithPeer(l, remote)
-		}
+		l, dial := Listen(t, network, remote)
 		serve(t, l, NewLimiter(t, nil, core.PerMinute(1).WithAlgorithm(core.FixedWindow).Named("m")), key)
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		}}
+		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }}
 		t.Cleanup(tr.CloseIdleConnections)
 		return &http.Client{Transport: tr}
 	}
@@ -105,8 +91,31 @@ func UnixSocketProxy(t *testing.T, serve ServeFunc) {
 	})
 }
 
-// WithPeer returns l with its connections reporting remote as their peer,
-// as a layer in front that rewrites the peer's address would.
+// Listen listens on network, "tcp" (loopback) or "unix" (a socket file
+// in a temporary directory), and returns the listener and a dialer of
+// it. When remote is not nil, the listener's connections report it as
+// their peer, as a layer in front that rewrites the peer's address would.
+func Listen(t *testing.T, network string, remote net.Addr) (net.Listener, func(context.Context) (net.Conn, error)) {
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "app.sock")
+	}
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = l.Addr().String()
+	if remote != nil {
+		l = WithPeer(l, remote)
+	}
+	return l, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// WithPeer returns l with its connections reporting remote as their
+// peer.
 func WithPeer(l net.Listener, remote net.Addr) net.Listener { return peerListener{l, remote} }
 
 type peerListener struct {
