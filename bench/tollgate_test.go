@@ -28,7 +28,11 @@ func newTollgateOf(tb testing.TB, s scenario, a core.Algorithm) decider {
 		}
 	})
 	quota, period, burst := s.limit()
-	l, err := core.New(st, core.Per(quota, period).WithBurst(burst).WithAlgorithm(a))
+	limit := core.Per(quota, period).WithAlgorithm(a)
+	if a.HasBurst() {
+		limit = limit.WithBurst(burst)
+	}
+	l, err := core.New(st, limit)
 	if err != nil {
 		tb.Fatalf("core.New: %v", err)
 	}

@@ -129,3 +129,14 @@ func Algorithms() []Algorithm {
 // rated reports whether the algorithm refills continuously at Q per P
 // (TokenBucket, GCRA, LeakyBucket): those use Burst.
 func (a Algorithm) rated() bool { return a == TokenBucket || a == GCRA || a == LeakyBucket }
+
+// HasBurst reports whether a limit of a takes a Burst: TokenBucket, GCRA
+// and LeakyBucket do; on any other algorithm a Burst is invalid (see
+// Limit.Burst). Code that builds limits of an algorithm chosen elsewhere
+// sets a burst only when it holds:
+//
+//	l := core.PerSecond(100).WithAlgorithm(alg)
+//	if alg.HasBurst() {
+//		l = l.WithBurst(20)
+//	}
+func (a Algorithm) HasBurst() bool { return a.rated() }

@@ -51,12 +51,14 @@ type Limit struct {
 	// microseconds, at least 1µs and at most MaxPeriod.
 	Period time.Duration
 	// Burst is the capacity of TokenBucket, GCRA and LeakyBucket: the cost
-	// that can pass at once after a quiet spell. Other algorithms ignore it.
-	// Default (0): Quota.
+	// that can pass at once after a quiet spell. Default (0): Quota. On any
+	// other algorithm (see Algorithm.HasBurst) a Burst is invalid: ignored,
+	// PerSecond(10).WithBurst(5) on the default sliding window would admit
+	// 10 at once, not the 5 it reads.
 	Burst int64
 	// Precision is the bucket size of BucketedWindow; Period must be a whole
-	// multiple of it, with at most MaxBuckets buckets. Other algorithms
-	// ignore it. Default (0): Period/10.
+	// multiple of it, with at most MaxBuckets buckets. Default (0):
+	// Period/10. On any other algorithm a Precision is invalid.
 	Precision time.Duration
 	// Algorithm selects the counting method. Default: SlidingWindow.
 	Algorithm Algorithm

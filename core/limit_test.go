@@ -30,6 +30,13 @@ func TestLimitValidateRejects(t *testing.T) {
 		{"a period above MaxPeriod", core.Per(1, core.MaxPeriod+us), "period 9600h0m0.000001s exceeds 9600h0m0s"},
 		{"a negative burst", core.PerSecond(1).WithBurst(-1), "burst -1 must be at least 1"},
 		{"a burst above MaxQuota", core.PerSecond(1).WithBurst(core.MaxQuota + 1), "burst 140737488355329 exceeds"},
+		// Ignored, they would leave the limit other than it reads.
+		{"a burst on the default sliding window", core.PerSecond(10).WithBurst(5), "burst applies to token-bucket, gcra and leaky-bucket, not sliding-window"},
+		{"a burst on a fixed window", core.PerSecond(10).WithBurst(5).WithAlgorithm(core.FixedWindow), "not fixed-window"},
+		{"a burst on a sliding log", core.PerSecond(10).WithBurst(5).WithAlgorithm(core.SlidingLog), "not sliding-log"},
+		{"a burst on a bucketed window", core.PerSecond(10).WithBurst(5).WithAlgorithm(core.BucketedWindow), "not bucketed-window"},
+		{"a precision on the default sliding window", core.PerSecond(5).WithPrecision(100 * ms), "precision applies to bucketed-window, not sliding-window"},
+		{"a precision on GCRA", core.PerSecond(5).WithPrecision(100 * ms).WithAlgorithm(core.GCRA), "not gcra"},
 		{"an unknown algorithm", core.PerSecond(1).WithAlgorithm(core.Algorithm(8)), "unknown algorithm 8"},
 		{"the largest unknown algorithm", core.PerSecond(1).WithAlgorithm(core.Algorithm(255)), "unknown algorithm 255"},
 		{"a precision that does not divide the period", bucketed(time.Second, 300*ms), "precision 300ms does not divide period 1s"},
@@ -105,13 +112,11 @@ func TestLimitValidateAccepts(t *testing.T) {
 		{"MaxQuota per MaxPeriod on a bucketed window", core.Per(core.MaxQuota, core.MaxPeriod).WithAlgorithm(core.BucketedWindow)},
 		{"MaxLogQuota on a sliding log", core.PerHour(core.MaxLogQuota).WithAlgorithm(core.SlidingLog)},
 		{"a burst of MaxQuota refilled at 2^40 per second on a token bucket", core.PerSecond(1 << 40).WithBurst(core.MaxQuota).WithAlgorithm(core.TokenBucket)},
-		{"a burst of MaxQuota per day on a sliding window, which ignores it", core.PerDay(1).WithBurst(core.MaxQuota)},
 		{"a burst of 0, the default", core.PerSecond(5).WithBurst(0).WithAlgorithm(core.GCRA)},
 		{"a burst below the quota", core.PerSecond(5).WithBurst(1).WithAlgorithm(core.TokenBucket)},
 		{"a precision equal to the period", core.PerSecond(5).WithAlgorithm(core.BucketedWindow).WithPrecision(time.Second)},
 		{"exactly MaxBuckets buckets", core.Per(5, 1024*ms).WithAlgorithm(core.BucketedWindow).WithPrecision(ms)},
 		{"a default precision of a tenth of 10µs", core.Per(5, 10*us).WithAlgorithm(core.BucketedWindow)},
-		{"a precision that is ignored by the sliding window", core.PerSecond(5).WithPrecision(-time.Second)},
 		{"a name of MaxNameLen printable bytes", core.PerSecond(1).Named(strings.Repeat("~", core.MaxNameLen))},
 		{"a name with every printable ASCII character", core.PerSecond(1).Named(printableASCII()[:core.MaxNameLen-33])},
 		{"a name with quotes and backslashes", core.PerSecond(1).Named(`per "minute" \ plan`)},
@@ -198,16 +203,22 @@ func TestLimitConstructors(t *testing.T) {
 	})
 }
 
+// HasBurst says which algorithms Validate lets take a Burst.
+func TestHasBurstIsWhereValidateTakesABurst(t *testing.T) {
+	for _, alg := range core.Algorithms() {
+		err := core.PerSecond(10).WithBurst(5).WithAlgorithm(alg).Validate()
+		if alg.HasBurst() != (err == nil) {
+			t.Errorf("%v: HasBurst %v, but Validate of a burst = %v", alg, alg.HasBurst(), err)
+		}
+	}
+}
+
 func TestLimitCapacity(t *testing.T) {
 	tests := []struct {
 		limit core.Limit
 		want  int64
 	}{
 		{core.PerSecond(10), 10},
-		{core.PerSecond(10).WithBurst(3), 10}, // windows ignore Burst
-		{core.PerSecond(10).WithBurst(3).WithAlgorithm(core.FixedWindow), 10},
-		{core.PerSecond(10).WithBurst(3).WithAlgorithm(core.SlidingLog), 10},
-		{core.PerSecond(10).WithBurst(3).WithAlgorithm(core.BucketedWindow), 10},
 		{core.PerSecond(10).WithBurst(3).WithAlgorithm(core.TokenBucket), 3},
 		{core.PerSecond(10).WithBurst(30).WithAlgorithm(core.GCRA), 30},
 		{core.PerSecond(10).WithBurst(1).WithAlgorithm(core.LeakyBucket), 1},

@@ -345,7 +345,11 @@ func TestTheDirectPathDecidesAsTheGeneralOne(t *testing.T) {
 
 func testDirectPath(ctx context.Context, t *testing.T, alg core.Algorithm, n int) {
 	clock := newManualClock(t0)
-	limits := []core.Option{core.PerSecond(5).WithAlgorithm(alg).WithBurst(3)}
+	one := core.PerSecond(5).WithAlgorithm(alg)
+	if alg.HasBurst() {
+		one = one.WithBurst(3)
+	}
+	limits := []core.Option{one}
 	if alg == core.Concurrency {
 		limits = []core.Option{core.InFlight(5, time.Second)}
 	}

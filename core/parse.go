@@ -135,8 +135,8 @@ func (e *parseReason) Unwrap() error { return ErrInvalidLimit }
 // limit, separated by ", ": "10/s, 100/m gcra burst 20 name api". Fields
 // at their zero value are left out, so ParseLimits(FormatLimits(ls...))
 // returns ls for every ls that ParseLimits returns. Every field that is
-// set is written, even one its algorithm ignores (a Burst on a
-// sliding-window), which ParseLimits then rejects.
+// set is written, even one its algorithm does not take (a Burst on a
+// sliding-window), which ParseLimits and Validate then reject.
 func FormatLimits(limits ...Limit) string {
 	b := make([]byte, 0, 16*len(limits))
 	for i := range limits {

@@ -102,6 +102,13 @@ func Compile(s Spec) (Limit, error) {
 		return l, s.invalid("burst %d must be at least 1 (or 0 for the default, Quota)", s.Burst)
 	case s.Burst > MaxQuota:
 		return l, s.invalid("burst %d exceeds %d", s.Burst, int64(MaxQuota))
+	case s.Burst > 0 && !s.Algorithm.rated():
+		// Ignored, it would leave a limit more permissive than it reads:
+		// PerSecond(10).WithBurst(5) on the default sliding window admits
+		// 10 at once. The algorithm was meant to be set, or the burst not.
+		return l, s.invalid("burst applies to token-bucket, gcra and leaky-bucket, not %v: set the algorithm, or drop the burst", s.Algorithm)
+	case s.Precision != 0 && s.Algorithm != BucketedWindow:
+		return l, s.invalid("precision applies to bucketed-window, not %v: set the algorithm, or drop the precision", s.Algorithm)
 	}
 	l.Algorithm, l.Quota, l.Capacity = s.Algorithm, s.Quota, s.Quota
 	if s.Algorithm.rated() && s.Burst > 0 {

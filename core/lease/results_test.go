@@ -19,7 +19,7 @@ func TestResetTimesAgainstTheSharedStore(t *testing.T) {
 	const rate = 1000 // per second: a unit is 1ms
 	for _, alg := range leasable {
 		t.Run(alg.String(), func(t *testing.T) {
-			plan := planOf(leasetest.LimitOf(alg, rate, time.Second).WithBurst(rate))
+			plan := planOf(leasetest.LimitOf(alg, rate, time.Second))
 			shared := newShared(t)
 			st := newLease(t, shared)
 			now := t0 + 100*ms

@@ -584,7 +584,10 @@ func planOf(scope string, limits ...core.Limit) *engine.Plan {
 func TestTakeIsApplyInBrief(t *testing.T) {
 	ctx := context.Background()
 	for _, alg := range core.Algorithms() {
-		one := core.PerSecond(5).WithAlgorithm(alg).WithBurst(3)
+		one := core.PerSecond(5).WithAlgorithm(alg)
+		if alg.HasBurst() {
+			one = one.WithBurst(3)
+		}
 		if alg == core.Concurrency {
 			one = core.InFlight(5, time.Second)
 		}
