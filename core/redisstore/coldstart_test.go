@@ -199,3 +199,57 @@ func TestGoRedisLogger(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A WAIT that times out ends on the server's next cron tick (every
+// 1000/hz ms): with WithWait's timeout below a tick, New warns, once per
+// node, naming its hz; with a timeout of a tick or more, it says nothing.
+func TestWithWaitWarnsOfACoarseTick(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		client func(t *testing.T) (Client, int) // and its number of nodes
+	}{
+		{"single", func(t *testing.T) (Client, int) { return newClient(t), 1 }},
+		{"cluster", func(t *testing.T) (Client, int) {
+			c := newClusterClient(t)
+			n := 0
+			_ = c.ForEachMaster(context.Background(), func(context.Context, *redis.Client) error { n++; return nil })
+			return c, n
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			client, nodes := tt.client(t)
+			pipe := client.Pipeline()
+			info := pipe.Info(context.Background(), "server")
+			_, _ = pipe.Exec(context.Background())
+			hz := infoInt(info.Val(), "hz")
+			if hz <= 0 {
+				t.Fatalf("INFO server has no hz: %q", info.Val())
+			}
+			tick := time.Second / time.Duration(hz)
+			for _, wait := range []time.Duration{tick / 2, tick + 10*time.Millisecond} {
+				var buf strings.Builder
+				var mu sync.Mutex
+				l := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					return buf.Write(p)
+				}), nil))
+				s, err := New(client, WithWait(1, wait), WithLogger(l), WithPrefix(testPrefix()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+				mu.Lock()
+				got := buf.String()
+				mu.Unlock()
+				want := 0
+				if wait < tick {
+					want = nodes
+				}
+				if n := strings.Count(got, "WithWait's timeout is shorter than the server's cron tick"); n != want || (want > 0 && !strings.Contains(got, fmt.Sprintf("hz=%d", hz))) {
+					t.Errorf("WithWait(1, %v) on hz %d: %d warnings, want %d\n%s", wait, hz, n, want, got)
+				}
+			}
+		})
+	}
+}

@@ -77,7 +77,10 @@ func (s *Store) eventAt(ctx context.Context, kind core.EventKind, addr string, c
 	case core.EventCompensation:
 		defaultMsg = "redisstore: undid an operation whose caller gave up"
 		if err != nil {
-			level, defaultMsg = slog.LevelWarn, "redisstore: could not undo an operation whose caller gave up: its key keeps the change"
+			// Failed, or could not learn whether it was needed: Redis did
+			// not answer within the grace. (The operation may have done
+			// nothing: a script that runs after its deadline refuses.)
+			level, defaultMsg = slog.LevelWarn, "redisstore: could not undo, or learn whether to undo, an operation whose caller gave up: if it changed its key, the key keeps the change"
 		}
 	case core.EventScriptLoad:
 		defaultMsg = "redisstore: loaded the script, which the server had lost"

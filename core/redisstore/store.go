@@ -171,7 +171,10 @@ func WithOpTTL(d time.Duration) Option { return func(c *config) { c.opTTL = d } 
 // it. An operation that a Cluster redirected to another node on the way
 // (a slot moving) counts as not acknowledged, since WAIT covers only the
 // connection it was sent on. Keep timeout well below the Limiter's
-// (core.WithTimeout).
+// (core.WithTimeout). Redis ends a WAIT that times out on its next cron
+// tick, every 1000/hz ms (100 ms at the default hz 10), so a WAIT for a
+// replica that is gone lasts that long whatever timeout says: New warns,
+// once per node, when the tick is longer than timeout; set hz 100 there.
 //
 // Without it, replication is asynchronous: a master that dies takes with
 // it the changes it acknowledged but had not yet sent to its replicas, and
@@ -270,6 +273,9 @@ func New(client Client, opts ...Option) (*Store, error) {
 	s.lanes = newLanes(s, client, c.batchSize, c.batch)
 	if c.warmConns > 0 {
 		warm(client, c.warmConns, c.warmFor, s.combines(client))
+		if c.waitN > 0 {
+			s.checkWaitTicks(c.waitFor, c.warmFor)
+		}
 	}
 	return s, nil
 }

@@ -3,6 +3,9 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,6 +103,60 @@ func warm(client Client, conns int, timeout time.Duration, twin bool) {
 		return
 	}
 	_ = node(ctx, client)
+}
+
+// checkWaitTicks warns when a node ends a timed-out WAIT later than
+// WithWait's timeout asks: Redis checks blocked clients' timeouts on its
+// cron, every 1000/hz ms (100 ms at the default hz 10), so a WAIT for a
+// replica that is gone lasts until the tick after its timeout, which may
+// be past the Limiter's deadline. It asks each node (each master of a
+// Cluster) its hz with INFO server, within timeout; a node that does not
+// answer is left alone.
+func (s *Store) checkWaitTicks(wait, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	check := func(ctx context.Context, c Client) error {
+		pipe := c.Pipeline()
+		cmd := pipe.Info(ctx, "server")
+		_, _ = pipe.Exec(ctx)
+		info, err := cmd.Result()
+		if err != nil {
+			return nil
+		}
+		hz := infoInt(info, "hz")
+		if hz <= 0 {
+			return nil
+		}
+		tick := time.Second / time.Duration(hz)
+		if tick <= wait {
+			return nil
+		}
+		addr := ""
+		if rc, ok := c.(*redis.Client); ok {
+			addr = rc.Options().Addr
+		}
+		s.log.Log(ctx, "wait ticks "+addr, 1, slog.LevelWarn,
+			"redisstore: WithWait's timeout is shorter than the server's cron tick: a WAIT for a replica that is gone lasts until the next tick; set hz higher (Redis's hz 100 is a 10 ms tick)",
+			slog.String("addr", addr), slog.Duration("wait", wait), slog.Int("hz", hz), slog.Duration("tick", tick))
+		return nil
+	}
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return check(ctx, m) })
+		return
+	}
+	_ = check(ctx, s.client)
+}
+
+// infoInt returns the integer value of field in the text of an INFO reply
+// ("field:value" lines), or 0.
+func infoInt(info, field string) int {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), field+":"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
 
 // useScript returns the script a call of pp runs: its specialized script
