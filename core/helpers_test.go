@@ -3,6 +3,7 @@ package core_test
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,3 +99,23 @@ func denied(rem int64, reset, retry time.Duration) result {
 
 // discard returns a logger that writes nothing.
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// logBuffer is a strings.Builder a Limiter's logger may write to from
+// another goroutine: the count of a repeated line comes from a timer, a
+// second after the first line, while a test may be reading.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

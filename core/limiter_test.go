@@ -446,7 +446,7 @@ func TestLimitsFuncDuplicateNames(t *testing.T) {
 		{"two limits named alike are an error", []core.Limit{core.PerSecond(10).Named("a"), core.PerMinute(5).Named("a")}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var logged strings.Builder
+			var logged logBuffer // the count of the repeated line is written a second later
 			logger := slog.New(slog.NewTextHandler(&logged, nil))
 			store := memstore.New(memstore.WithSweepInterval(0))
 			defer store.Close()
