@@ -227,21 +227,13 @@ func TestWithWaitWarnsOfACoarseTick(t *testing.T) {
 			}
 			tick := time.Second / time.Duration(hz)
 			for _, wait := range []time.Duration{tick / 2, tick + 10*time.Millisecond} {
-				var buf strings.Builder
-				var mu sync.Mutex
-				l := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-					mu.Lock()
-					defer mu.Unlock()
-					return buf.Write(p)
-				}), nil))
-				s, err := New(client, WithWait(1, wait), WithLogger(l), WithPrefix(testPrefix()))
+				log := &textLog{}
+				s, err := New(client, WithWait(1, wait), WithLogger(slog.New(log)), WithPrefix(testPrefix()))
 				if err != nil {
 					t.Fatal(err)
 				}
 				s.Close()
-				mu.Lock()
-				got := buf.String()
-				mu.Unlock()
+				got := log.lines()
 				want := 0
 				if wait < tick {
 					want = nodes
