@@ -82,9 +82,11 @@ type PeerAddrRequest interface {
 // whether it came over a Unix domain socket. IP asks it when the peer is
 // no address (see TrustUnixSocket): the text of RemoteAddr cannot say,
 // being "@" for an unnamed peer on Linux but "" on macOS and the BSDs, and
-// anything at all once a layer in front rewrites RemoteAddr. Every adapter
-// of this module implements it; for a Request that does not, IP takes a
-// RemoteAddr of "@", "@name" or a path to be a Unix socket's peer.
+// anything at all once a layer in front rewrites RemoteAddr. FromHTTP's
+// Request and every adapter of this repository (nethttp, ginlimit,
+// echolimit, fiberlimit, grpclimit) implement it; for a Request that does
+// not, IP takes a RemoteAddr of "@", "@name" or a path to be a Unix
+// socket's peer.
 type UnixSocketRequest interface {
 	Request
 

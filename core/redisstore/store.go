@@ -173,8 +173,9 @@ func WithOpTTL(d time.Duration) Option { return func(c *config) { c.opTTL = d } 
 // connection it was sent on. Keep timeout well below the Limiter's
 // (core.WithTimeout). Redis ends a WAIT that times out on its next cron
 // tick, every 1000/hz ms (100 ms at the default hz 10), so a WAIT for a
-// replica that is gone lasts that long whatever timeout says: New warns,
-// once per node, when the tick is longer than timeout; set hz 100 there.
+// replica that is gone lasts that long whatever timeout says: New, when
+// it warms up (WithWarmup), warns once per node whose tick is longer than
+// timeout; set hz 100 there.
 //
 // Without it, replication is asynchronous: a master that dies takes with
 // it the changes it acknowledged but had not yet sent to its replicas, and
