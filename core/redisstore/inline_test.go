@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,6 +144,58 @@ func TestInlineLostReplyIsUndone(t *testing.T) {
 			t.Errorf("Remaining = %d, want 997: three answered Takes, the lost one undone", d.Remaining)
 		}
 	})
+}
+
+// A server stalled (SIGSTOP) from before a Take sent inline until past the
+// grace: the caller is answered by the failure policy, and the store cannot
+// learn whether to undo the Take (the receipt's lookup times out). It says
+// so, in the log and the count of failed undos, without claiming a change:
+// the Take, run once the server resumes, finds its deadline passed and
+// changes nothing, which the key shows.
+func TestAStallPastTheGraceLeavesTheUndoUnknown(t *testing.T) {
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	log := &textLog{}
+	s := newStore(t, c, WithLogger(slog.New(log)))
+	// A unit comes back every 86.4 s: none before the Peek below.
+	lim, err := core.New(s, core.PerDay(1000).WithAlgorithm(core.GCRA),
+		core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 3 { // the first teaches the server's clock
+		if d, err := lim.Allow(ctx, "k"); err != nil || !d.Allowed {
+			t.Fatalf("Allow = %+v, %v; want allowed", d, err)
+		}
+	}
+	srv.signal(syscall.SIGSTOP)
+	if d, err := lim.Allow(ctx, "k"); err == nil {
+		srv.signal(syscall.SIGCONT)
+		t.Fatalf("Allow on a stalled server = %+v, want an error (FailClosed)", d)
+	}
+	time.Sleep(lateGrace + core.DefaultTimeout + 300*time.Millisecond)
+	srv.signal(syscall.SIGCONT)
+	for deadline := time.Now().Add(3 * time.Second); s.undone.Load()+s.undoFailed.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the store neither undid the Take nor reported that it could not")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.undone.Load() != 0 || s.undoFailed.Load() != 1 {
+		t.Fatalf("undone %d, failed to undo %d; want 0 and 1", s.undone.Load(), s.undoFailed.Load())
+	}
+	if got := log.lines(); !strings.Contains(got, "could not undo, or learn whether to undo, an operation whose caller gave up") {
+		t.Errorf("log:\n%s\nwant the warning that the undo is unknown", got)
+	}
+	d, err := lim.Peek(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Remaining != 997 {
+		t.Errorf("Remaining = %d, want 997: three answered Takes, the stalled one refused when it ran late", d.Remaining)
+	}
 }
 
 // An undoSetup is a store whose replies pass through a proxy that can hold
