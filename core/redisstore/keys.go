@@ -34,7 +34,7 @@ func tag(k string, maxLen int) string {
 
 // escape returns k with '\', '{' and '}' escaped.
 func escape(k string) string {
-	if !strings.ContainsAny(k, `{}\`) {
+	if !needsEscape(k) {
 		return k
 	}
 	var b strings.Builder
@@ -54,21 +54,32 @@ func escape(k string) string {
 	return b.String()
 }
 
+// needsEscape reports whether k holds a byte escape changes. (A loop
+// over the bytes: strings.ContainsAny builds its set of bytes on every call,
+// which cost more than the rest of a state key's making.)
+func needsEscape(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c == '\\' || c == '{' || c == '}' {
+			return true
+		}
+	}
+	return false
+}
+
 // stateKey returns prefix{tag} for user key k in scope.
 func (s *Store) stateKey(scope, k string) string {
-	t := tag(k, s.maxKeyLen)
-	var sc string
-	if scope != "" {
-		sc = escape(scope) + `\:`
+	return s.keyHead(scope) + tag(k, s.maxKeyLen) + "}"
+}
+
+// keyHead returns what every state key in scope starts with: the prefix,
+// the brace that opens the hash tag, and the escaped scope with its "\:"
+// when there is one. A plan keeps its own (prepared.head), so that making
+// an operation's key is one concatenation and one allocation.
+func (s *Store) keyHead(scope string) string {
+	if scope == "" {
+		return s.prefix + "{"
 	}
-	var b strings.Builder // one allocation: the key's bytes become the string
-	b.Grow(len(s.prefix) + len(sc) + len(t) + 2)
-	b.WriteString(s.prefix)
-	b.WriteByte('{')
-	b.WriteString(sc)
-	b.WriteString(t)
-	b.WriteByte('}')
-	return b.String()
+	return s.prefix + "{" + escape(scope) + `\:`
 }
 
 // logKey returns the key of the log of the k-th limit of layout ident.

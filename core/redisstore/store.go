@@ -365,7 +365,8 @@ func (s *Store) command(op *engine.Op) (sc *script, keys []string, args []any) {
 func (s *Store) newCall(op *engine.Op) *call {
 	c := new(call)
 	c.op = *op
-	state := s.stateKey(op.Plan.Scope, op.Key)
+	pp := s.prepare(op.Plan)
+	state := pp.head + tag(op.Key, s.maxKeyLen) + "}" // as stateKey, one allocation
 	c.keyBuf[0] = state
 	keys := c.keyBuf[:1]
 	a := &c.argv
@@ -383,7 +384,6 @@ func (s *Store) newCall(op *engine.Op) *call {
 	}
 	args := c.argBuf[:1]
 	args[0] = a
-	pp := s.prepare(op.Plan)
 	c.script, c.leased = s.useScript(pp), pp.leased
 	if c.script == generic {
 		args = append(args, pp.params)
@@ -405,6 +405,7 @@ type prepared struct {
 	script *script // the script to run: specialized, or generic
 	logs   []logOf // the limits with logs, in order
 	leased bool    // some limit is a Concurrency limit: a Take may acquire a lease
+	head   string  // what the plan's state keys start with (keyHead)
 }
 
 // logOf names the log of a limit: its layout, and its rank among the
@@ -423,7 +424,7 @@ func (s *Store) prepare(plan *engine.Plan) *prepared {
 		return v.(*prepared)
 	}
 	params, logs := formatParams(plan.Limits, s.margin)
-	pp := &prepared{params: any(params), script: generic, leased: hasConcurrency(plan)}
+	pp := &prepared{params: any(params), script: generic, leased: hasConcurrency(plan), head: s.keyHead(plan.Scope)}
 	for i, l := range plan.Limits {
 		if !l.Algorithm.Logs() {
 			continue

@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/tollgate/tollgate/core"
 	"github.com/tollgate/tollgate/core/engine"
+	"github.com/tollgate/tollgate/core/storetest"
 )
 
 // Every go-redis client a user may hold satisfies Client.
@@ -79,6 +82,30 @@ func TestScopedKeysAreDistinct(t *testing.T) {
 			t.Errorf("stateKey(%q, %q) = stateKey(%q, %q) = %q", p[0], p[1], other[0], other[1], k)
 		}
 		seen[k] = p
+	}
+}
+
+// An operation's state key is stateKey's, byte for byte, whatever its
+// scope and key hold: keys written by earlier versions stay the keys read.
+func TestOperationsUseTheStateKeyLayout(t *testing.T) {
+	s := &Store{prefix: "p:", maxKeyLen: 8}
+	lim, err := storetest.Compile(core.PerSecond(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ scope, key, want string }{
+		{"", "k", `p:{k}`},
+		{"a{b", "k}", `p:{a\(b\:k\)}`},
+		{`s\`, "123456789", `p:{s\\\:\#` + fmt.Sprintf("%x", sha256.Sum256([]byte("123456789"))) + `}`},
+	} {
+		plan, err := engine.NewPlan(c.scope, []engine.Limit{lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.newCall(&engine.Op{Plan: plan, Key: c.key, Cost: 1}).keys[0]
+		if got != c.want || got != s.stateKey(c.scope, c.key) {
+			t.Errorf("scope %q, key %q: the operation's key is %q, want %q (stateKey %q)", c.scope, c.key, got, c.want, s.stateKey(c.scope, c.key))
+		}
 	}
 }
 
