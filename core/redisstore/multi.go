@@ -144,7 +144,8 @@ func (s *Store) multiOf(client Client, calls []*call) (ms []*multi, at []place) 
 	// The batch's scripts and their calls: few scripts, most often one.
 	type tally struct {
 		sc   *script
-		n    int
+		n    int    // its calls in the batch
+		done int    // those already grouped
 		last *multi // the group filling up
 	}
 	var ts []tally
@@ -171,12 +172,16 @@ func (s *Store) multiOf(client Client, calls []*call) (ms []*multi, at []place) 
 			continue
 		}
 		if t.last == nil || len(t.last.calls) == maxMulti {
-			t.last = &multi{twin: c.script.twin(), args: []any{nil}}
+			// Sized for the calls left to it: each has one key and one
+			// argument but for a few kinds (logs, records, refunds).
+			k := min(t.n-t.done, maxMulti)
+			t.last = &multi{twin: c.script.twin(), calls: make([]int, 0, k), keys: make([]string, 0, k), args: make([]any, 1, 1+k)}
 			ms = append(ms, t.last)
 			if at == nil {
 				at = make([]place, len(calls))
 			}
 		}
+		t.done++
 		t.last.add(i, c, at)
 	}
 	for _, m := range ms {
@@ -262,7 +267,7 @@ func (m *multi) reply(k int) (any, error) {
 	case nil:
 		return nil, redis.Nil
 	case string:
-		return r, nil
+		return vs[k], nil // boxed already: r boxed again would be an allocation per operation
 	case []any: // its error (see twinOf)
 		if len(r) == 1 {
 			if msg, ok := r[0].(string); ok {
