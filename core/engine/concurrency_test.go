@@ -32,6 +32,26 @@ func (m *concModel) inFlight() (s int64) {
 	return s
 }
 
+// window is the effective window after a step, as core.Decision defines
+// it: had the key used all it has left at once, one more unit would pass
+// after it. With nothing left, when one unit's retry ends; else when the
+// oldest acquisition in flight ends, or, with none in flight, when the
+// acquisition of what is left would (at the lease it would get).
+func (m *concModel) window(now, remaining int64) int64 {
+	if remaining == 0 {
+		excess := m.inFlight() + 1 - m.q
+		for _, a := range m.live {
+			if excess -= a.cost; excess <= 0 {
+				return a.lease + m.p - now
+			}
+		}
+	}
+	if len(m.live) > 0 {
+		return m.live[0].lease + m.p - now
+	}
+	return max(now, m.newest+1) + m.p - now
+}
+
 // step returns what the model decides: allowed, remaining, the retry of a
 // denial (-1: never), the reset, and the lease of an allowed Take.
 func (m *concModel) step(kind engine.Kind, now, cost, lease int64) (ok bool, remaining, retry, reset, newLease int64) {
@@ -128,7 +148,8 @@ func TestConcurrencyMatchesModel(t *testing.T) {
 				t.Fatalf("seed %d, step %d: %v", seed, i, err)
 			}
 			ok, rem, retry, reset, wantLease := m.step(kind, now, cost, lease)
-			want := core.Decision{Allowed: ok, Remaining: rem, ResetAfter: time.Duration(reset) * time.Microsecond, Lease: wantLease}
+			want := core.Decision{Allowed: ok, Remaining: rem, ResetAfter: time.Duration(reset) * time.Microsecond, Lease: wantLease,
+				EffectiveWindow: time.Duration(m.window(now, rem)) * time.Microsecond}
 			if !ok {
 				want.RetryAfter = core.Never
 				if retry >= 0 {
@@ -136,9 +157,9 @@ func TestConcurrencyMatchesModel(t *testing.T) {
 				}
 			}
 			if d.Allowed != want.Allowed || d.Remaining != want.Remaining || d.ResetAfter != want.ResetAfter ||
-				d.RetryAfter != want.RetryAfter || d.Lease != want.Lease {
-				t.Fatalf("seed %d, %v, step %d: %s(t0+%dµs, cost %d, lease %d) = %+v\nwant %+v",
-					seed, l, i, opName(kind), now-t0us, cost, lease, resultOf(d), resultOf(want))
+				d.RetryAfter != want.RetryAfter || d.Lease != want.Lease || d.EffectiveWindow != want.EffectiveWindow {
+				t.Fatalf("seed %d, %v, step %d: %s(t0+%dµs, cost %d, lease %d) = %+v, window %v\nwant %+v, window %v",
+					seed, l, i, opName(kind), now-t0us, cost, lease, resultOf(d), d.EffectiveWindow, resultOf(want), want.EffectiveWindow)
 			}
 			if d.Lease != wantLease {
 				t.Fatalf("seed %d, step %d: lease %d, want %d", seed, i, d.Lease, wantLease)

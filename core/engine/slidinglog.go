@@ -73,9 +73,13 @@ func release(st *State, lease int64) {
 
 func bucketRoll(sh *shape, st *State, now int64) { dropExpired(sh, st, now) }
 
+// dropExpired drops the marks expired at now, and the released ones
+// (zeroed: see release) that their going leaves at the front, so that the
+// oldest mark is live, as the window and the Redis store's log (which
+// removes a released mark outright) read it.
 func dropExpired(sh *shape, st *State, now int64) {
 	k := 0
-	for k < len(st.Log) && markExpiry(sh, st.Log[k]) <= now {
+	for k < len(st.Log) && (markExpiry(sh, st.Log[k]) <= now || st.Log[k].N == 0) {
 		st.A -= st.Log[k].N
 		k++
 	}

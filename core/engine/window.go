@@ -32,10 +32,12 @@ func (sh *shape) window(st *State, now, remaining int64) int64 {
 	return retry
 }
 
-// markWindow is window for SlidingLog and BucketedWindow: taking remaining
-// fills the log to the quota, and one more unit passes when its oldest
-// mark expires: the first one, or, for an empty log, the mark taking
-// remaining would add now. With nothing remaining, when the excess over
+// markWindow is window for SlidingLog, BucketedWindow and Concurrency:
+// taking remaining fills the log to the quota, and one more unit passes
+// when its oldest mark expires: the first one, or, for an empty log, the
+// mark taking remaining would add now (for Concurrency, at the lease it
+// would acquire: one µs past the newest issued, when that is not before
+// now). With nothing remaining, when the excess over
 // the quota has expired.
 func markWindow(sh *shape, st *State, now, remaining int64) int64 {
 	if remaining == 0 {
@@ -46,8 +48,11 @@ func markWindow(sh *shape, st *State, now, remaining int64) int64 {
 		return markExpiry(sh, st.Log[0]) - now
 	}
 	at := now
-	if sh.Algorithm == BucketedWindow {
+	switch sh.Algorithm {
+	case BucketedWindow:
 		at = floorDiv(now, sh.Precision)
+	case Concurrency: // the lease that Take would acquire
+		at = leaseOf(st, now)
 	}
 	return markExpiry(sh, Mark{At: at}) - now
 }

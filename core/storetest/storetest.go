@@ -95,6 +95,7 @@ func RunWithOptions(t *testing.T, newStore Factory, o Options) {
 	t.Run("keys of any bytes are safe and distinct", func(t *testing.T) { testOddKeys(t, open(t)) })
 	t.Run("wide limits decide exactly, to the µs", func(t *testing.T) { testWideLimits(t, open(t)) })
 	t.Run("refunds go back to the window they were taken from", func(t *testing.T) { testRefundsStayInTheirWindow(t, open(t)) })
+	t.Run("a Concurrency limit's window counts the leases in flight", func(t *testing.T) { testConcurrencyWindow(t, open(t)) })
 	t.Run("concurrent callers are admitted exactly the quota", func(t *testing.T) {
 		testNoOverAdmission(t, open, o.Goroutines, o.Attempts)
 	})
@@ -567,4 +568,45 @@ func Plan(scope string, limits ...core.Limit) *engine.Plan {
 		panic("storetest.Plan: " + err.Error())
 	}
 	return p
+}
+
+// testConcurrencyWindow checks a Concurrency limit's effective window
+// where a released lease, or leases issued ahead of the clock, could
+// mislead it: the window is when one more unit would pass had the key
+// taken all it has left now, so it starts at the oldest lease still in
+// flight, or, with none, at the lease the next Take would get.
+func testConcurrencyWindow(t *testing.T, st core.Store) {
+	ctx := context.Background()
+	plan := Plan("", core.InFlight(10, time.Hour))
+	hour := time.Hour.Microseconds()
+	t0 := Epoch.UnixMicro()
+	apply := func(key string, kind engine.Kind, now, cost, lease int64) engine.Result {
+		t.Helper()
+		res, err := st.Apply(ctx, engine.Op{Plan: plan, Kind: kind, Key: key, Cost: cost, Now: now, Lease: lease})
+		if err != nil {
+			t.Fatalf("%s %s at t0+%dµs: %v", key, kind, now-t0, err)
+		}
+		return res
+	}
+	// Leases at t0, t0+10 and t0+20; the middle one released; the first
+	// one expired: the t0+20 lease is the oldest in flight.
+	for _, at := range []int64{0, 10, 20} {
+		apply("released", engine.Take, t0+at, 1, 0)
+	}
+	apply("released", engine.Release, t0+30, 0, t0+10)
+	if got := apply("released", engine.Peek, t0+hour+5, 1, 0); got.Window != 15 {
+		t.Errorf("window after the oldest lease expired and the next was released: %dµs, want 15 (the t0+20 lease ends at t0+1h+20)", got.Window)
+	}
+	// Three leases in one µs (t0, t0+1, t0+2), all released: the next
+	// Take gets t0+3, and its unit ends an hour after that.
+	var leases []int64
+	for range 3 {
+		leases = append(leases, apply("ahead", engine.Take, t0, 1, 0).Lease)
+	}
+	for _, l := range leases {
+		apply("ahead", engine.Release, t0, 0, l)
+	}
+	if got := apply("ahead", engine.Peek, t0, 1, 0); got.Window != hour+3 {
+		t.Errorf("window with every lease released, the newest 2µs ahead of the clock: %dµs, want %d (the next lease is t0+3)", got.Window, hour+3)
+	}
 }
