@@ -398,8 +398,9 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 // compare would panic).
 func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*call, own bool) []result {
 	node := addr != "" // client is one node's of a Cluster, not the store's
+	now := time.Now()  // one reading for the batch's deadlines
 	for _, c := range calls {
-		s.stamp(c)
+		s.stamp(c, now)
 	}
 	cmds := make([]*redis.Cmd, len(calls)) // the command that carries each call
 	pipe := client.Pipeline()
@@ -526,6 +527,7 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 	res := make([]result, len(calls))
 	var failed bool
 	var unreplicated int64
+	var srv int64 // the latest server time the replies carry; 0: none
 	for i, c := range calls {
 		var v any
 		var err error
@@ -534,7 +536,9 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		} else {
 			v, err = cmds[i].Result()
 		}
-		s.clock.observe(v)
+		if t, ok := serverTime(v); ok && t > srv {
+			srv = t
+		}
 		if err == nil && c.op.Kind != engine.Peek && (degraded || wait != nil && !s.replicated(wait, redirect, i)) {
 			if lenient {
 				unreplicated++ // decided all the same: see WithWait
@@ -544,6 +548,9 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		}
 		failed = failed || transport(err)
 		res[i] = result{v, err}
+	}
+	if srv > 0 {
+		s.clock.observe(srv, time.Now())
 	}
 	if unreplicated > 0 {
 		s.unreplicated.Add(unreplicated)

@@ -58,19 +58,22 @@ func (k *serverClock) since(t time.Time) int64 { return int64(t.Sub(k.base) / ti
 // returns 0 until it has.
 func (k *serverClock) known() bool { return k.ready.Load() }
 
-// observe records the server time carried by reply v, read now.
-func (k *serverClock) observe(v any) {
+// serverTime returns the server's time that reply v carries (its head, in
+// µs), if it carries one.
+func serverTime(v any) (int64, bool) {
 	r, ok := v.(string)
 	if !ok || len(r) < 8 {
-		return
+		return 0, false
 	}
-	srv, ok := exact(r)
-	if !ok {
-		return
-	}
-	now := k.since(time.Now()) + 1
-	bound := srv - now
-	sec := now / 1e6
+	return exact(r)
+}
+
+// observe records srv, a server time carried by a reply read by now (the
+// latest of a batch's: one clock reading and one lock a batch).
+func (k *serverClock) observe(srv int64, now time.Time) {
+	at := k.since(now) + 1
+	bound := srv - at
+	sec := at / 1e6
 	k.mu.Lock()
 	switch {
 	case k.seen == 0 || sec > k.sec+1:
@@ -80,26 +83,27 @@ func (k *serverClock) observe(v any) {
 	default:
 		k.cur = max(k.cur, bound)
 	}
-	k.sec, k.seen = max(k.sec, sec), now
+	k.sec, k.seen = max(k.sec, sec), at
 	k.mu.Unlock()
 	k.ready.Store(true)
 }
 
 // deadline returns d in the server's clock (Unix µs), no later than the
 // server's time at the client's instant d; or 0 (no deadline) when no
-// reply has taught the offset yet.
-func (k *serverClock) deadline(d time.Time) int64 {
-	now := k.since(time.Now()) + 1
+// reply has taught the offset yet. now is the client's time (a batch's
+// calls share one reading).
+func (k *serverClock) deadline(d, now time.Time) int64 {
+	at := k.since(now) + 1
 	k.mu.Lock()
 	seen, off := k.seen, max(k.cur, k.prev)
-	if now/1e6 > k.sec+1 {
+	if at/1e6 > k.sec+1 {
 		off = k.cur
 	}
 	k.mu.Unlock()
 	if seen == 0 {
 		return 0
 	}
-	if age := now - seen; age > 2e6 {
+	if age := at - seen; age > 2e6 {
 		off -= age / 1e6 * driftAllowance
 	}
 	return max(k.since(d)+off, 1)

@@ -77,7 +77,8 @@ func (s *Store) inline(ctx context.Context, l *lane, c *call) (any, error) {
 	c.ctx = ctx
 	if s.opTTL == 0 && c.undoable() {
 		c.argv.lane, c.argv.seq = l.id, l.seq.Add(1)
-		c.sent = s.clock.deadline(time.Now()) // no later than the server's time now
+		now := time.Now()
+		c.sent = s.clock.deadline(now, now) // no later than the server's time now
 	}
 	r := s.exec(ctx, l.client, l.addr, []*call{c}, true)[0]
 	switch {

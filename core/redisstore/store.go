@@ -518,17 +518,17 @@ const recordSlack = 200
 // whichever is shorter. A record costs the server a key of its own while it
 // lives (with many live records, about as much as the decision itself), so
 // it lives no longer than a retried copy of its command can arrive.
-func (s *Store) stamp(c *call) {
+func (s *Store) stamp(c *call, now time.Time) {
 	d := c.deadline
 	if d.IsZero() {
 		return
 	}
 	a := &c.argv
 	if c.op.Kind != engine.Peek {
-		a.deadline = s.clock.deadline(d)
+		a.deadline = s.clock.deadline(d, now)
 	}
 	if a.recordTTL != 0 {
-		a.recordTTL = min(s.opTTL, max(ceilMillis(time.Until(d)+lateGrace), 0)+recordSlack)
+		a.recordTTL = min(s.opTTL, max(ceilMillis(d.Sub(now)+lateGrace), 0)+recordSlack)
 	}
 }
 
