@@ -74,10 +74,15 @@ type Limit struct {
 	// Ident identifies the layout of the limit's state (State.Ident):
 	// algorithm, period and bucket count (or a wide TokenBucket's layout). A state stored
 	// under another Ident is discarded and starts fresh, so changing a
-	// limit's Quota or Burst keeps its usage (but a TokenBucket's that
+	// limit's Quota or Burst keeps its state (but a TokenBucket's that
 	// becomes wide or stops being wide), while changing its Algorithm,
-	// Period or Precision starts afresh. Never 0; it may exceed 2^53, so
-	// ports compare it as a string or in halves.
+	// Period or Precision starts afresh. What a kept state means under the
+	// new numbers depends on what it holds: the windows, logs and a narrow
+	// TokenBucket hold units, so the units used stay used; GCRA,
+	// LeakyBucket and a wide TokenBucket hold a time (when the key is full
+	// again), so that time stays, and the units it stands for scale with
+	// the new rate (3 used of 5 per second are 6 used of 10). Never 0; it
+	// may exceed 2^53, so ports compare it as a string or in halves.
 	Ident uint64
 }
 
