@@ -7,6 +7,7 @@ type shape struct {
 	e  int64 // SlidingWindow: µs elapsed in window st.A
 
 	lease int64 // Concurrency: the lease a Take acquires (see leaseOf)
+	next  int64 // Concurrency: the lease the next Take would acquire, over the plan (see markWindow)
 	i     int   // the limit's index in the plan (a Receipt's Reset)
 }
 

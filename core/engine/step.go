@@ -237,11 +237,16 @@ func Step(op *Op, now int64, states []State, res *Result) (keep int64, err error
 			lease = max(lease, leaseOf(&states[i], now))
 		}
 	}
+	// next: the lease a Take would acquire after this op (0: no
+	// Concurrency limit), where an empty log's window starts.
+	next := lease
 	if op.Kind != Take || !allowed || op.Cost == 0 { // nothing acquired
 		lease = 0
+	} else {
+		next = lease + 1 // this op acquires lease
 	}
 	for i := range shapes {
-		shapes[i].lease = lease
+		shapes[i].lease, shapes[i].next = lease, next
 		shapes[i].i = i
 	}
 	for i := range shapes {
@@ -364,8 +369,11 @@ func slow1(op *Op, l *Limit, now int64, st *State, res *Result) int64 {
 	sh := shape{Limit: *l}
 	var v LimitResult
 	sh.first(st, op, now, &v)
-	if l.Algorithm == Concurrency && op.Kind == Take && v.Allowed && op.Cost > 0 {
-		sh.lease = leaseOf(st, now)
+	if l.Algorithm == Concurrency {
+		sh.next = leaseOf(st, now)
+		if op.Kind == Take && v.Allowed && op.Cost > 0 {
+			sh.lease, sh.next = sh.next, sh.next+1
+		}
 	}
 	if op.Kind != Take || v.Allowed {
 		sh.second(st, &v, op, now)

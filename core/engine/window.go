@@ -36,8 +36,8 @@ func (sh *shape) window(st *State, now, remaining int64) int64 {
 // taking remaining fills the log to the quota, and one more unit passes
 // when its oldest mark expires: the first one, or, for an empty log, the
 // mark taking remaining would add now (for Concurrency, at the lease it
-// would acquire: one µs past the newest issued, when that is not before
-// now). With nothing remaining, when the excess over
+// would acquire: one µs past the newest any of the plan's Concurrency
+// limits issued, when that is not before now). With nothing remaining, when the excess over
 // the quota has expired.
 func markWindow(sh *shape, st *State, now, remaining int64) int64 {
 	if remaining == 0 {
@@ -51,8 +51,8 @@ func markWindow(sh *shape, st *State, now, remaining int64) int64 {
 	switch sh.Algorithm {
 	case BucketedWindow:
 		at = floorDiv(now, sh.Precision)
-	case Concurrency: // the lease that Take would acquire
-		at = leaseOf(st, now)
+	case Concurrency: // the lease that Take would acquire, over every limit of the plan
+		at = max(now, sh.next)
 	}
 	return markExpiry(sh, Mark{At: at}) - now
 }

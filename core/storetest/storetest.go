@@ -580,13 +580,17 @@ func testConcurrencyWindow(t *testing.T, st core.Store) {
 	plan := Plan("", core.InFlight(10, time.Hour))
 	hour := time.Hour.Microseconds()
 	t0 := Epoch.UnixMicro()
-	apply := func(key string, kind engine.Kind, now, cost, lease int64) engine.Result {
+	applyTo := func(plan *engine.Plan, key string, kind engine.Kind, now, cost, lease int64) engine.Result {
 		t.Helper()
 		res, err := st.Apply(ctx, engine.Op{Plan: plan, Kind: kind, Key: key, Cost: cost, Now: now, Lease: lease})
 		if err != nil {
 			t.Fatalf("%s %s at t0+%dµs: %v", key, kind, now-t0, err)
 		}
 		return res
+	}
+	apply := func(key string, kind engine.Kind, now, cost, lease int64) engine.Result {
+		t.Helper()
+		return applyTo(plan, key, kind, now, cost, lease)
 	}
 	// Leases at t0, t0+10 and t0+20; the middle one released; the first
 	// one expired: the t0+20 lease is the oldest in flight.
@@ -608,5 +612,15 @@ func testConcurrencyWindow(t *testing.T, st core.Store) {
 	}
 	if got := apply("ahead", engine.Peek, t0, 1, 0); got.Window != hour+3 {
 		t.Errorf("window with every lease released, the newest 2µs ahead of the clock: %dµs, want %d (the next lease is t0+3)", got.Window, hour+3)
+	}
+	// The same, then a plan that shares that limit and adds one of its
+	// own, fresh: a Take through it gets t0+3 on both (a lease is one
+	// over the plan), so the binding limit's window starts there too.
+	both := Plan("", core.InFlight(10, time.Hour), core.InFlight(5, 2*time.Hour))
+	if got := applyTo(both, "ahead", engine.Peek, t0, 1, 0); got.Window != 2*hour+3 {
+		t.Errorf("window of a plan whose other Concurrency limit issued leases ahead of the clock: %dµs, want %d (the next lease is t0+3)", got.Window, 2*hour+3)
+	}
+	if got := applyTo(both, "ahead", engine.Take, t0, 5, 0); got.Lease != t0+3 {
+		t.Errorf("lease of that plan's Take: t0+%dµs, want t0+3", got.Lease-t0)
 	}
 }
