@@ -26,11 +26,10 @@ import (
 // keeps its core.Limiter, which reads its limits through
 // core.WithLimitsFunc from a snapshot swapped atomically, and so keeps the
 // state of its keys in the store: a limit that did not change keeps its
-// usage, and so does one whose Quota or Burst changed (the store keys
-// state by a limit's layout, core.Params.Ident; GCRA, LeakyBucket and a
-// wide TokenBucket keep the time at which the key is full again, which
-// the new rate reads as more or fewer units: see engine.Limit.Ident); a
-// limit whose algorithm, period or precision changed starts afresh. A limiter whose failure
+// state, and so does one whose Quota or Burst changed (the store keys
+// state by a limit's layout, engine.Limit.Ident, which says what a kept
+// state means under new numbers for each algorithm); a limit whose
+// algorithm, period or precision changed starts afresh. A limiter whose failure
 // policy or timeout changed gets a new core.Limiter of the same name: its
 // keys' state stays in the store, its circuit breaker starts closed. The
 // routes swap as one table, after the limits.

@@ -77,12 +77,14 @@ type Limit struct {
 	// limit's Quota or Burst keeps its state (but a TokenBucket's that
 	// becomes wide or stops being wide), while changing its Algorithm,
 	// Period or Precision starts afresh. What a kept state means under the
-	// new numbers depends on what it holds: the windows, logs and a narrow
-	// TokenBucket hold units, so the units used stay used; GCRA,
-	// LeakyBucket and a wide TokenBucket hold a time (when the key is full
-	// again), so that time stays, and the units it stands for scale with
-	// the new rate (3 used of 5 per second are 6 used of 10). Never 0; it
-	// may exceed 2^53, so ports compare it as a string or in halves.
+	// new numbers depends on what it holds. The windows and logs hold the
+	// units used, which stay used (3 used of 5 leave 7 of 10). A narrow
+	// TokenBucket holds the tokens left, which stay left, at most the new
+	// burst (2 of 10). GCRA, LeakyBucket and a wide TokenBucket hold a
+	// time, when the key is full again, which stays, and the units it
+	// stands for scale with the new rate (3 used of 5 per second are 6
+	// used of 10: 4 left). Never 0; it may exceed 2^53, so ports compare it
+	// as a string or in halves.
 	Ident uint64
 }
 
