@@ -37,8 +37,8 @@ func (sh *shape) window(st *State, now, remaining int64) int64 {
 // when its oldest mark expires: the first one, or, for an empty log, the
 // mark taking remaining would add now (for Concurrency, at the lease it
 // would acquire: one µs past the newest any of the plan's Concurrency
-// limits issued, when that is not before now). With nothing remaining, when the excess over
-// the quota has expired.
+// limits issued, when that is not before now). With nothing remaining,
+// when the excess over the quota has expired.
 func markWindow(sh *shape, st *State, now, remaining int64) int64 {
 	if remaining == 0 {
 		_, retry := markNeed(sh, st, now, 1)

@@ -71,8 +71,9 @@
 // with different limits sharing a key (an app-wide limit and a route's, both
 // per client IP) each find their own state, and a changed Quota or Burst
 // keeps its state (its meaning under the new numbers: engine.Limit.Ident)
-// while a changed Algorithm, Period or Precision starts afresh. t is k with '\', '{' and '}' escaped ("\\", "\(", "\)"), or "\#"
-// and the hex SHA-256 of k when k is longer than WithMaxKeyLen (256 bytes by
+// while a changed Algorithm, Period or Precision starts afresh. t is k
+// with '\', '{' and '}' escaped ("\\", "\(", "\)"), or "\#" and the hex
+// SHA-256 of k when k is longer than WithMaxKeyLen (256 bytes by
 // default), preceded by the escaped scope and "\:" when the scope is not
 // empty. t never holds a brace, so Redis Cluster hashes every key of a
 // decision on t: they share a slot and a script never sees CROSSSLOT,
