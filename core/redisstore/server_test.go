@@ -62,6 +62,7 @@ func (s *server) start() {
 	}
 	args = append(append(args, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir), s.args...)
 	s.cmd = exec.Command("redis-server", args...)
+	dieWithTest(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
