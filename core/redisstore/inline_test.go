@@ -106,18 +106,8 @@ func receiptsIn(t *testing.T, c *redis.Client, s *Store, scope, key string) int 
 func TestInlineLostReplyIsUndone(t *testing.T) {
 	forEachUndo(t, func(t *testing.T, u undoSetup) {
 		direct, proxy, s := u.direct, u.proxy, u.s
-		// A unit comes back every 86.4 s: none before the Peek below.
-		lim, err := core.New(s, core.PerDay(1000).WithAlgorithm(core.GCRA),
-			core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		lim := threeTaken(t, s)
 		ctx := context.Background()
-		for range 3 { // the first teaches the server's clock
-			if d, err := lim.Allow(ctx, "k"); err != nil || !d.Allowed {
-				t.Fatalf("Allow = %+v, %v; want allowed", d, err)
-			}
-		}
 		if !u.records && receiptsIn(t, direct, s, lim.Scope(), "k") != 1 {
 			t.Fatalf("the key holds %d receipts after calls sent inline, want 1 (the last one's)", receiptsIn(t, direct, s, lim.Scope(), "k"))
 		}
@@ -126,12 +116,7 @@ func TestInlineLostReplyIsUndone(t *testing.T) {
 			t.Fatalf("Allow with its reply %v late = %+v, want an error (FailClosed)", 3*core.DefaultTimeout, d)
 		}
 		proxy.set(0)
-		for deadline := time.Now().Add(lateGrace + time.Second); s.undone.Load()+s.undoFailed.Load() == 0; {
-			if time.Now().After(deadline) {
-				t.Fatal("the Take whose reply was lost was not undone")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		awaitUndo(t, s, lateGrace+time.Second, "the Take whose reply was lost was not undone")
 		if s.undone.Load() != 1 || s.undoFailed.Load() != 0 {
 			t.Fatalf("undone %d, failed to undo %d; want 1 and 0", s.undone.Load(), s.undoFailed.Load())
 		}
@@ -158,18 +143,8 @@ func TestAStallPastTheGraceLeavesTheUndoUnknown(t *testing.T) {
 	defer c.Close()
 	log := &textLog{}
 	s := newStore(t, c, WithLogger(slog.New(log)))
-	// A unit comes back every 86.4 s: none before the Peek below.
-	lim, err := core.New(s, core.PerDay(1000).WithAlgorithm(core.GCRA),
-		core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lim := threeTaken(t, s)
 	ctx := context.Background()
-	for range 3 { // the first teaches the server's clock
-		if d, err := lim.Allow(ctx, "k"); err != nil || !d.Allowed {
-			t.Fatalf("Allow = %+v, %v; want allowed", d, err)
-		}
-	}
 	srv.signal(syscall.SIGSTOP)
 	if d, err := lim.Allow(ctx, "k"); err == nil {
 		srv.signal(syscall.SIGCONT)
@@ -177,12 +152,7 @@ func TestAStallPastTheGraceLeavesTheUndoUnknown(t *testing.T) {
 	}
 	time.Sleep(lateGrace + core.DefaultTimeout + 300*time.Millisecond)
 	srv.signal(syscall.SIGCONT)
-	for deadline := time.Now().Add(3 * time.Second); s.undone.Load()+s.undoFailed.Load() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the store neither undid the Take nor reported that it could not")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitUndo(t, s, 3*time.Second, "the store neither undid the Take nor reported that it could not")
 	if s.undone.Load() != 0 || s.undoFailed.Load() != 1 {
 		t.Fatalf("undone %d, failed to undo %d; want 0 and 1", s.undone.Load(), s.undoFailed.Load())
 	}
@@ -201,6 +171,37 @@ func TestAStallPastTheGraceLeavesTheUndoUnknown(t *testing.T) {
 // An undoSetup is a store whose replies pass through a proxy that can hold
 // them back (proxy), its client (c), and a client without the proxy
 // (direct); records tells whether the store keeps operation records.
+// threeTaken returns a Limiter on s, GCRA at 1000 a day (a unit comes back
+// every 86.4 s: none within a test), failing closed with no breaker, whose
+// key "k" has had three Takes admitted inline (the first teaches the
+// server's clock).
+func threeTaken(t *testing.T, s *Store) *core.Limiter {
+	t.Helper()
+	lim, err := core.New(s, core.PerDay(1000).WithAlgorithm(core.GCRA),
+		core.WithFailurePolicy(core.FailClosed), core.WithBreaker(core.Breaker{Disabled: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if d, err := lim.Allow(context.Background(), "k"); err != nil || !d.Allowed {
+			t.Fatalf("Allow = %+v, %v; want allowed", d, err)
+		}
+	}
+	return lim
+}
+
+// awaitUndo waits, at most within, until s has undone an operation or
+// failed to, and fails t with msg if neither happens.
+func awaitUndo(t *testing.T, s *Store, within time.Duration, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); s.undone.Load()+s.undoFailed.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 type undoSetup struct {
 	direct, c *redis.Client
 	proxy     *replyDelay
