@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -111,6 +112,99 @@ func TestLuaExactOnExtremeLimits(t *testing.T) {
 			f := func(i int) int64 { return int64(math.Float64frombits(binary.LittleEndian.Uint64(blob[8+8*i:]))) }
 			if id != st.Ident || f(0) != st.A || f(1) != st.B || f(2) != st.C {
 				t.Fatalf("%s: Redis stores (%#x, %d, %d, %d), Step (%#x, %d, %d, %d)", where, id, f(0), f(1), f(2), st.Ident, st.A, st.B, st.C)
+			}
+		}
+	}
+}
+
+// TestWideLimitsAtTheEdge holds a wide limit's Takes to the exact edge on
+// both scripts, specialized and generic, on either side of 2^52, where the
+// specialized fast path divides at once below and calls mdm above: for
+// GCRA, LeakyBucket and a wide TokenBucket of 1e9 per hour (T = 3.6 µs),
+// after a full burst, k µs let exactly ⌊k·Q/P⌋ units pass; for a wide
+// SlidingWindow, the previous window's prev units leave Q − ⌈prev·(P−e)/P⌉
+// e µs into the next. One unit more is denied, the edge itself allowed,
+// and then nothing passes. Each Result also equals engine.Step's, so the
+// registers each Take writes are checked by the next.
+func TestWideLimitsAtTheEdge(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	const t0 = int64(1_700_000_000_000_000)
+	mulDiv := func(a, b, d int64) (q, r int64) { // ⌊a·b/d⌋, a·b mod d, independently of the store's
+		x := new(big.Int).Mul(big.NewInt(a), big.NewInt(b))
+		qq, rr := new(big.Int).QuoRem(x, big.NewInt(d), new(big.Int))
+		return qq.Int64(), rr.Int64()
+	}
+	type take struct {
+		at, cost int64
+		allowed  bool
+	}
+	var cases []struct {
+		name  string
+		limit core.Limit
+		takes []take
+	}
+	add := func(name string, l core.Limit, takes ...take) {
+		cases = append(cases, struct {
+			name  string
+			limit core.Limit
+			takes []take
+		}{name, l, takes})
+	}
+	for _, alg := range []core.Algorithm{core.GCRA, core.LeakyBucket, core.TokenBucket} {
+		l := core.PerHour(1_000_000_000).WithAlgorithm(alg)
+		q, p := int64(1_000_000_000), time.Hour.Microseconds()
+		for _, k := range []int64{100, 36_000_001} { // the edge's cost·(P mod Q): about 2^34, and past 2^52
+			edge, _ := mulDiv(k, q, p)
+			add(fmt.Sprintf("%v/%dµs", alg, k), l,
+				take{t0, q, true}, take{t0 + k, edge + 1, false}, take{t0 + k, edge, true}, take{t0 + k, 1, false})
+		}
+	}
+	l := core.Per(1<<40, time.Hour) // Capacity × Period past 2^47: wide
+	p := time.Hour.Microseconds()
+	start := (t0/p + 1) * p                             // a window's start
+	for _, prev := range []int64{1001, 1<<39 + 12345} { // prev·(P−e): about 2^41, and past 2^52
+		e := p/3 + 7
+		w, r := mulDiv(prev, p-e, p)
+		if r > 0 {
+			w++
+		}
+		edge := int64(1<<40) - w
+		add(fmt.Sprintf("sliding-window/prev=%d", prev), l,
+			take{start + 5, prev, true}, take{start + p + e, edge + 1, false}, take{start + p + e, edge, true}, take{start + p + e, 1, false})
+	}
+	for _, plain := range []bool{false, true} {
+		s := newStore(t, c)
+		if plain {
+			s.maxScripts = 0
+		}
+		for _, tc := range cases {
+			plan := planOf("", tc.limit)
+			if !plan.Limits[0].Wide {
+				t.Fatalf("%v is not wide", tc.limit)
+			}
+			op := engine.Op{Plan: plan, Key: tc.name, Kind: engine.Take}
+			if sc, _, _ := s.command(&op); (sc == generic) != plain {
+				t.Fatalf("%s: runs the generic script: %v, want %v", tc.name, sc == generic, plain)
+			}
+			states := make([]engine.State, 1)
+			for i, tk := range tc.takes {
+				op.Now, op.Cost = tk.at, tk.cost
+				where := fmt.Sprintf("%s (generic script: %v), take %d of %d at %d", tc.name, plain, i, tk.cost, tk.at)
+				var want engine.Result
+				if _, err := engine.Step(&op, tk.at, states, &want); err != nil {
+					t.Fatalf("%s: Step: %v", where, err)
+				}
+				want.At = tk.at
+				got, err := s.Apply(ctx, op)
+				switch {
+				case err != nil:
+					t.Fatalf("%s: %v", where, err)
+				case got.Allowed != tk.allowed:
+					t.Fatalf("%s: allowed %v, want %v", where, got.Allowed, tk.allowed)
+				case !reflect.DeepEqual(got, want):
+					t.Fatalf("%s:\n redis %+v\n Step  %+v", where, got, want)
+				}
 			}
 		}
 	}

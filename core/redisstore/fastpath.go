@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"math/bits"
 	"strings"
 	"sync/atomic"
 	"text/template"
@@ -80,17 +81,24 @@ type scriptData struct {
 
 // A fastLimit is one limit of a specialized script: the numbers its steps
 // use, each an integer of magnitude at most 2^53 (core's bound), so exact
-// in Lua. A wide limit (engine.Limit.Wide) has none: its plan takes the
-// generic script, which computes it exactly (its products pass 2^53).
+// in Lua. A wide limit (engine.Limit.Wide), whose products pass 2^53, has
+// none of them: its steps count time in spans, w + f/Q µs (as the generic
+// script's exact path does), and it has the spans of a unit, of its
+// capacity and of its most debt instead, each computed here in 128 bits.
 type fastLimit struct {
 	N                   int    // position among the limits, from 1: its locals are A<N>, B<N>, …
-	Alg                 string // "fixed", "sliding", "token" or "gcra" (GCRA and LeakyBucket)
+	Alg                 string // "fixed", "sliding", "token", "gcra" (GCRA and LeakyBucket), or for a wide limit "wsliding" or "wgcra" (GCRA, LeakyBucket and TokenBucket)
 	IdentHigh, IdentLow uint64 // the halves of its layout's identity
-	Q, Cap              int64  // quota, capacity (units)
+	Q, Cap, M           int64  // quota, capacity (units), m = DebtFactor·Cap
 	P, PT, PT2          int64  // period in µs, again (PT, as the generic script names it), and twice
-	QPT, Full, M, NegQ  int64  // Q·P, Cap·P, m = DebtFactor·Cap, −Q
-	Floor               int64  // Full − m·P: the fewest tokens a charge leaves
-	Lim, LimQ           int64  // m·P − Q: the most debt, less Q; ⌊Lim/Q⌋
+	// Narrow limits only.
+	QPT, Full, NegQ int64 // Q·P, Cap·P, −Q
+	Floor           int64 // Full − m·P: the fewest tokens a charge leaves
+	Lim, LimQ       int64 // m·P − Q: the most debt, less Q; ⌊Lim/Q⌋
+	// Wide GCRA-like limits ("wgcra") only: spans w + f/Q µs.
+	TK, TR int64 // a unit, T = P/Q: ⌊P/Q⌋ and P mod Q
+	CW, CF int64 // the capacity, Cap·T
+	LW, LF int64 // the most debt, m·T
 }
 
 // render renders apply.lua.tmpl with d.
@@ -105,8 +113,7 @@ func render(d scriptData) string {
 
 // specialize returns the script for limits (valid), whose parameters (ARGV[2])
 // are params with the TTL margin marginMS, or nil when the generic script is
-// as fast: some limit has a log, or there are too many; or nil when some
-// limit is wide, which only the generic script's exact path computes. The script is run
+// as fast: some limit has a log, or there are too many. The script is run
 // without ARGV[2].
 func specialize(ps []engine.Limit, params string, marginMS int64) *script {
 	if len(ps) == 0 || len(ps) > maxFastLimits {
@@ -114,7 +121,7 @@ func specialize(ps []engine.Limit, params string, marginMS int64) *script {
 	}
 	d := scriptData{RecordBytes: 32 * len(ps), RecordFormat: strings.Repeat("I4I4ddd", len(ps)), Margin: marginMS}
 	for i, p := range ps {
-		if p.Algorithm.Logs() || p.Wide {
+		if p.Algorithm.Logs() {
 			return nil
 		}
 		d.Limits = append(d.Limits, newFastLimit(i+1, p))
@@ -133,12 +140,24 @@ func specialize(ps []engine.Limit, params string, marginMS int64) *script {
 // newFastLimit returns limit p, the nth of its script.
 func newFastLimit(n int, p engine.Limit) fastLimit {
 	m := engine.DebtFactor * p.Capacity
-	mp := m * p.Period
-	full := p.Capacity * p.Period
 	l := fastLimit{N: n, Alg: "gcra", IdentHigh: p.Ident >> 32, IdentLow: p.Ident & 0xffffffff,
-		Q: p.Quota, Cap: p.Capacity, P: p.Period, PT: p.Period, PT2: 2 * p.Period,
-		QPT: p.Quota * p.Period, Full: full, M: m, NegQ: -p.Quota,
-		Floor: full - mp, Lim: mp - p.Quota, LimQ: floorDiv(mp-p.Quota, p.Quota)}
+		Q: p.Quota, Cap: p.Capacity, M: m, P: p.Period, PT: p.Period, PT2: 2 * p.Period}
+	if p.Wide {
+		// Capacity × Period passes 2^47: SlidingWindow, or one of the GCRA
+		// machines, a wide TokenBucket among them (engine.Limit.Wide).
+		if p.Algorithm == engine.SlidingWindow {
+			l.Alg = "wsliding"
+			return l
+		}
+		l.Alg = "wgcra"
+		l.TK, l.TR = p.Period/p.Quota, p.Period%p.Quota
+		l.CW, l.CF = mulDivMod(p.Capacity, p.Period, p.Quota)
+		l.LW, l.LF = mulDivMod(m, p.Period, p.Quota)
+		return l
+	}
+	mp := m * p.Period
+	l.QPT, l.Full, l.NegQ = p.Quota*p.Period, p.Capacity*p.Period, -p.Quota
+	l.Floor, l.Lim, l.LimQ = l.Full-mp, mp-p.Quota, floorDiv(mp-p.Quota, p.Quota)
 	switch p.Algorithm {
 	case engine.FixedWindow:
 		l.Alg = "fixed"
@@ -148,6 +167,14 @@ func newFastLimit(n int, p engine.Limit) fastLimit {
 		l.Alg = "token"
 	}
 	return l
+}
+
+// mulDivMod returns ⌊a·b/d⌋ and a·b mod d for a, b ≥ 0 and d > 0 whose
+// quotient fits 64 bits (a wide limit's spans: below 2^53).
+func mulDivMod(a, b, d int64) (q, r int64) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	uq, ur := bits.Div64(hi, lo, uint64(d))
+	return int64(uq), int64(ur)
 }
 
 // stripComments drops the lines of s that hold only a comment or nothing,

@@ -32,11 +32,11 @@ func offlineStore(t *testing.T) *Store {
 
 // TestSpecializedScripts checks which limits get a script of their own: a
 // Limiter's limits without logs do, sent without the parameters argument;
-// limits with a log, wide limits, more than maxFastLimits limits, and
+// limits with a log, more than maxFastLimits limits, and
 // layouts past the store's bound run the generic script with it.
 func TestSpecializedScripts(t *testing.T) {
 	s := offlineStore(t)
-	s.maxScripts = 2
+	s.maxScripts = 3
 	gcra := core.PerSecond(10).WithAlgorithm(core.GCRA)
 	many := make([]core.Limit, maxFastLimits+1)
 	for i := range many {
@@ -52,8 +52,8 @@ func TestSpecializedScripts(t *testing.T) {
 		{"a bucketed window among others is not", []core.Limit{gcra, core.PerMinute(5).WithAlgorithm(core.BucketedWindow)}, false},
 		{"more than maxFastLimits limits are not", many, false},
 		{"three limits of mixed algorithms are", []core.Limit{gcra, core.PerMinute(100), core.PerHour(1000).WithAlgorithm(core.TokenBucket)}, true},
-		{"a wide limit is not: only the generic script computes it exactly", []core.Limit{core.PerHour(1_000_000_000).WithAlgorithm(core.GCRA)}, false},
-		{"a third layout, past the store's bound of two, is not", []core.Limit{core.PerDay(7).WithAlgorithm(core.FixedWindow)}, false},
+		{"a wide limit is", []core.Limit{core.PerHour(1_000_000_000).WithAlgorithm(core.GCRA)}, true},
+		{"a fourth layout, past the store's bound of three, is not", []core.Limit{core.PerDay(7).WithAlgorithm(core.FixedWindow)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
