@@ -29,9 +29,12 @@ import (
 //   - case one-limit: a GCRA of 1e6 per second per key (every decision
 //     allowed, and written: the state of every library changes with each
 //     decision; with 1e9 per second redis_rate's floating-point TAT would
-//     not move, and it would skip its SET); three-limits adds a sliding window per minute and a fixed
-//     window per hour, decided together (Tollgate only: the peers have no
-//     multi-limit decision).
+//     not move, and it would skip its SET); three-limits adds a sliding
+//     window per minute and a fixed window per hour, decided together
+//     (Tollgate only: the peers have no multi-limit decision); large-limit
+//     is a GCRA of 1e9 per hour (burst 1e9), whose Burst × Period passes
+//     2^47 µs, so that Tollgate computes it in spans (engine.Limit.Wide),
+//     for the libraries that limit (not ping or floor).
 //   - callers 1 or 64 concurrent goroutines, over 1000 keys.
 //   - lib tollgate (the default store and Limiter options: one EVALSHA per
 //     decision, sent by its caller when nothing else is in flight, else
@@ -82,18 +85,18 @@ import (
 //	done | tee redis.txt
 func BenchmarkRedis(b *testing.B) {
 	addr, keys := redisSetup(b)
-	for _, cs := range []string{"one-limit", "three-limits"} {
+	for _, cs := range []redisShape{oneLimit, threeLimits, largeLimit} {
 		for _, callers := range []int{1, 64} {
 			for _, lib := range redisLibs {
-				if cs == "three-limits" && !lib.multi {
+				if cs == threeLimits && !lib.multi || cs == largeLimit && lib.unlimited {
 					continue
 				}
-				b.Run(fmt.Sprintf("case=%s/callers=%d/lib=%s", cs, callers, lib.name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("case=%v/callers=%d/lib=%s", cs, callers, lib.name), func(b *testing.B) {
 					var trips, errs atomic.Int64
 					rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: !lib.handoff})
 					rdb.AddHook(countHook{&trips})
 					defer rdb.Close()
-					decide := lib.new(b, rdb, cs == "three-limits")
+					decide := lib.new(b, rdb, cs)
 					ctx := context.Background()
 					for _, k := range keys { // create the keys: measure existing ones
 						if err := decide(ctx, k); err != nil {
@@ -151,12 +154,14 @@ func BenchmarkRedis(b *testing.B) {
 // one block of 50 decisions each, in one process, so that a burst of other
 // work on a shared machine falls on all of them alike (BenchmarkRedis runs
 // each for a second in turn, and the load moves more between its cases
-// than the libraries differ). Each lib=… case and tollgate over three
-// limits (three) gets its median time per decision (p50-µs-<lib>); the
-// ratios of medians are × redis_rate and × PING in decisions per second,
-// and × floor against the floor script; floor×ping is the floor script's
-// own ratio to PING, the most any one-script-per-decision design gets
-// here. An op is one block of each library in turn (450 decisions), each
+// than the libraries differ). Each lib=… case, tollgate over three
+// limits (three), and tollgate and redis_rate on the large limit
+// (tollgate-large, redis_rate-large: 1e9 per hour) get their median time
+// per decision (p50-µs-<lib>); the ratios of medians are × redis_rate
+// (large×redis_rate on the large limit) and × PING in decisions per
+// second, and × floor against the floor script; floor×ping is the floor
+// script's own ratio to PING, the most any one-script-per-decision design
+// gets here. An op is one block of each library in turn (550 decisions), each
 // round starting with the next library, so that none is always first
 // after the others (see BenchmarkRedis64).
 //
@@ -170,10 +175,10 @@ func BenchmarkRedisLone(b *testing.B) {
 	}
 	var libs []*runner
 	ctx := context.Background()
-	add := func(name string, lib redisLib, three bool) {
+	add := func(name string, lib redisLib, shape redisShape) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: !lib.handoff})
 		b.Cleanup(func() { rdb.Close() })
-		r := &runner{name: name, decide: lib.new(b, rdb, three)}
+		r := &runner{name: name, decide: lib.new(b, rdb, shape)}
 		for _, k := range keys { // create the keys: measure existing ones
 			if err := r.decide(ctx, k); err != nil {
 				b.Fatal(err)
@@ -182,9 +187,13 @@ func BenchmarkRedisLone(b *testing.B) {
 		libs = append(libs, r)
 	}
 	for _, lib := range redisLibs {
-		add(lib.name, lib, false)
-		if lib.name == "tollgate" {
-			add("three", lib, true)
+		add(lib.name, lib, oneLimit)
+		switch lib.name {
+		case "tollgate":
+			add("three", lib, threeLimits)
+			add("tollgate-large", lib, largeLimit)
+		case "redis_rate":
+			add("redis_rate-large", lib, largeLimit)
 		}
 	}
 	const block = 50
@@ -213,6 +222,8 @@ func BenchmarkRedisLone(b *testing.B) {
 	b.ReportMetric(p50["redis_rate"]/p50["tollgate"], "×redis_rate")
 	b.ReportMetric(p50["ping"]/p50["tollgate"], "×ping")
 	b.ReportMetric(p50["tollgate"]/p50["three"], "three×one")
+	b.ReportMetric(p50["redis_rate-large"]/p50["tollgate-large"], "large×redis_rate")
+	b.ReportMetric(p50["tollgate"]/p50["tollgate-large"], "large×one")
 	b.ReportMetric(p50["ping"]/p50["floor"], "floor×ping")
 	b.ReportMetric(p50["floor"]/p50["tollgate"], "×floor")
 	b.ReportMetric(float64(errs), "errors")
@@ -228,8 +239,10 @@ func BenchmarkRedisLone(b *testing.B) {
 // start and end, when fewer than 64 callers are in flight, weigh little:
 // with 2000 a turn, Tollgate's ratio to redis_rate measured about 10%
 // lower. The libraries are BenchmarkRedis's (less tollgate-unbatched),
-// and three: the default over three limits. An op is one turn of each
-// library, each round starting with the next library. In a fixed order,
+// three (the default over three limits), and tollgate-large and
+// redis_rate-large (1e9 per hour; their ratio is large×redis_rate). An op
+// is one turn of each library, each round starting with the next library.
+// In a fixed order,
 // tollgate, always first, measured below tollgate-handoff, the same store
 // third in the round (×handoff 0.91–1.11, median 0.96, in seven runs;
 // rotated, 0.96–1.01, median 0.98, in seven runs interleaved with them).
@@ -244,10 +257,10 @@ func BenchmarkRedis64(b *testing.B) {
 	}
 	var libs []*runner
 	ctx := context.Background()
-	add := func(name string, lib redisLib, three bool) {
+	add := func(name string, lib redisLib, shape redisShape) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: !lib.handoff})
 		b.Cleanup(func() { rdb.Close() })
-		r := &runner{name: name, decide: lib.new(b, rdb, three)}
+		r := &runner{name: name, decide: lib.new(b, rdb, shape)}
 		for _, k := range keys { // create the keys: measure existing ones
 			if err := r.decide(ctx, k); err != nil {
 				b.Fatal(err)
@@ -260,10 +273,14 @@ func BenchmarkRedis64(b *testing.B) {
 		case "tollgate-unbatched":
 			continue
 		case "tollgate":
-			add("tollgate", lib, false)
-			add("three", lib, true)
+			add("tollgate", lib, oneLimit)
+			add("three", lib, threeLimits)
+			add("tollgate-large", lib, largeLimit)
+		case "redis_rate":
+			add("redis_rate", lib, oneLimit)
+			add("redis_rate-large", lib, largeLimit)
 		default:
-			add(lib.name, lib, false)
+			add(lib.name, lib, oneLimit)
 		}
 	}
 	const callers, turn = 64, 10000
@@ -302,6 +319,8 @@ func BenchmarkRedis64(b *testing.B) {
 	b.ReportMetric(dps["tollgate"]/dps["redis_rate"], "×redis_rate")
 	b.ReportMetric(dps["tollgate"]/dps["ping"], "×ping")
 	b.ReportMetric(dps["three"]/dps["tollgate"], "three×one")
+	b.ReportMetric(dps["tollgate-large"]/dps["redis_rate-large"], "large×redis_rate")
+	b.ReportMetric(dps["tollgate-large"]/dps["tollgate"], "large×one")
 	b.ReportMetric(dps["tollgate"]/dps["tollgate-handoff"], "×handoff")
 	b.ReportMetric(dps["floor"]/dps["redis_rate"], "floor×redis_rate")
 	b.ReportMetric(float64(errs.Load()), "errors")
@@ -310,33 +329,52 @@ func BenchmarkRedis64(b *testing.B) {
 // A redisLib sets up one library on rdb for one case; decide makes one
 // decision and fails on an error or a denial (every case allows all).
 type redisLib struct {
-	name    string
-	multi   bool // has a multi-limit case
-	handoff bool // its client has no ContextTimeoutEnabled
-	new     func(tb testing.TB, rdb *redis.Client, three bool) func(ctx context.Context, key string) error
+	name      string
+	multi     bool // has a multi-limit case
+	handoff   bool // its client has no ContextTimeoutEnabled
+	unlimited bool // limits nothing (ping, floor): no large-limit case
+	new       func(tb testing.TB, rdb *redis.Client, shape redisShape) func(ctx context.Context, key string) error
+}
+
+// A redisShape is what a case limits by.
+type redisShape int
+
+const (
+	// oneLimit is a GCRA of 1e6 per second.
+	oneLimit redisShape = iota
+	// threeLimits adds 1e6 per minute (sliding window) and 1e12 per hour
+	// (fixed window), decided together (Tollgate only).
+	threeLimits
+	// largeLimit is a GCRA of 1e9 per hour, whose Burst × Period passes
+	// 2^47 µs: Tollgate computes it in spans (engine.Limit.Wide).
+	largeLimit
+)
+
+func (s redisShape) String() string {
+	return [...]string{"one-limit", "three-limits", "large-limit"}[s]
 }
 
 var redisLibs = []redisLib{
-	{"tollgate", true, false, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
-		return newTollgateRedis(tb, rdb, three)
+	{"tollgate", true, false, false, func(tb testing.TB, rdb *redis.Client, shape redisShape) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, shape)
 	}},
-	{"tollgate-handoff", true, true, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
-		return newTollgateRedis(tb, rdb, three)
+	{"tollgate-handoff", true, true, false, func(tb testing.TB, rdb *redis.Client, shape redisShape) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, shape)
 	}},
-	{"tollgate-unbatched", true, false, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
-		return newTollgateRedis(tb, rdb, three, redisstore.WithBatching(0, 0))
+	{"tollgate-unbatched", true, false, false, func(tb testing.TB, rdb *redis.Client, shape redisShape) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, shape, redisstore.WithBatching(0, 0))
 	}},
 	// With operation records (redisstore.WithOpTTL): what exactly-once
 	// resends cost. Under the Limiter's deadline a record lives 1.3 s.
-	{"tollgate-records", true, false, func(tb testing.TB, rdb *redis.Client, three bool) func(context.Context, string) error {
-		return newTollgateRedis(tb, rdb, three, redisstore.WithOpTTL(5*time.Second))
+	{"tollgate-records", true, false, false, func(tb testing.TB, rdb *redis.Client, shape redisShape) func(context.Context, string) error {
+		return newTollgateRedis(tb, rdb, shape, redisstore.WithOpTTL(5*time.Second))
 	}},
-	{"redis_rate", false, false, newRedisRate},
-	{"ulule", false, false, newUluleRedis},
-	{"ping", false, false, func(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
+	{"redis_rate", false, false, false, newRedisRate},
+	{"ulule", false, false, false, newUluleRedis},
+	{"ping", false, false, true, func(tb testing.TB, rdb *redis.Client, _ redisShape) func(context.Context, string) error {
 		return func(ctx context.Context, _ string) error { return rdb.Ping(ctx).Err() }
 	}},
-	{"floor", false, false, newFloorScript},
+	{"floor", false, false, true, newFloorScript},
 }
 
 // floorScript is the floor library's script (see BenchmarkRedis): the
@@ -346,22 +384,25 @@ local v = redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', 10000)
 return t[2]`)
 
-func newFloorScript(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
+func newFloorScript(tb testing.TB, rdb *redis.Client, _ redisShape) func(context.Context, string) error {
 	prefix, state := benchPrefix("fl"), strings.Repeat("s", 32)
 	return func(ctx context.Context, key string) error {
 		return floorScript.Run(ctx, rdb, []string{prefix + key}, state).Err()
 	}
 }
 
-func newTollgateRedis(tb testing.TB, rdb *redis.Client, three bool, opts ...redisstore.Option) func(context.Context, string) error {
+func newTollgateRedis(tb testing.TB, rdb *redis.Client, shape redisShape, opts ...redisstore.Option) func(context.Context, string) error {
 	st, err := redisstore.New(rdb, append([]redisstore.Option{redisstore.WithPrefix(benchPrefix("tg"))}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
 	limits := []core.Option{core.Per(1e6, time.Second).WithAlgorithm(core.GCRA)}
-	if three {
+	switch shape {
+	case threeLimits:
 		limits = append(limits, core.Per(1e6, time.Minute), core.Per(1e12, time.Hour).WithAlgorithm(core.FixedWindow))
+	case largeLimit:
+		limits = []core.Option{core.Per(1e9, time.Hour).WithAlgorithm(core.GCRA)}
 	}
 	lim, err := core.New(st, limits...)
 	if err != nil {
@@ -376,9 +417,12 @@ func newTollgateRedis(tb testing.TB, rdb *redis.Client, three bool, opts ...redi
 	}
 }
 
-func newRedisRate(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
+func newRedisRate(tb testing.TB, rdb *redis.Client, shape redisShape) func(context.Context, string) error {
 	l := redis_rate.NewLimiter(rdb)
 	limit := redis_rate.Limit{Rate: 1e6, Period: time.Second, Burst: 1e6}
+	if shape == largeLimit {
+		limit = redis_rate.Limit{Rate: 1e9, Period: time.Hour, Burst: 1e9}
+	}
 	prefix := benchPrefix("rr")
 	return func(ctx context.Context, key string) error {
 		res, err := l.Allow(ctx, prefix+key, limit)
@@ -389,12 +433,16 @@ func newRedisRate(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context
 	}
 }
 
-func newUluleRedis(tb testing.TB, rdb *redis.Client, _ bool) func(context.Context, string) error {
+func newUluleRedis(tb testing.TB, rdb *redis.Client, shape redisShape) func(context.Context, string) error {
 	st, err := ululeredis.NewStoreWithOptions(rdb, ulule.StoreOptions{Prefix: benchPrefix("ul"), MaxRetry: 3})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	l := ulule.New(st, ulule.Rate{Period: time.Second, Limit: 1e6})
+	rate := ulule.Rate{Period: time.Second, Limit: 1e6}
+	if shape == largeLimit {
+		rate = ulule.Rate{Period: time.Hour, Limit: 1e9}
+	}
+	l := ulule.New(st, rate)
 	return func(ctx context.Context, key string) error {
 		c, err := l.Get(ctx, key)
 		if err == nil && c.Reached {
