@@ -18,8 +18,9 @@ import "math/bits"
 //     exact form of prev·(P−e) + (cur+c)·P ≤ Q·P (cur, c and Q are
 //     whole), which every sliding window computes (slidingwindow.go).
 //
-// The Redis store's Lua computes the same with an exact routine over
-// doubles (apply.lua.tmpl, mdm), on this path only.
+// The Redis store's Lua computes the same over doubles: a product below
+// 2^52 is divided at once, where doubles are exact, and one past it by an
+// exact routine (apply.lua.tmpl, mdm), on this path only.
 
 // mulDivMod returns ⌊a·b/d⌋ and a·b mod d for a, b ≥ 0 and d > 0 whose
 // quotient is below 2^63.

@@ -123,7 +123,8 @@ func TestLuaExactOnExtremeLimits(t *testing.T) {
 // GCRA, LeakyBucket and a wide TokenBucket of 1e9 per hour (T = 3.6 µs),
 // after a full burst, k µs let exactly ⌊k·Q/P⌋ units pass; for a wide
 // SlidingWindow, the previous window's prev units leave Q − ⌈prev·(P−e)/P⌉
-// e µs into the next. One unit more is denied, the edge itself allowed,
+// e µs into the next, a product past 2^53 that a double rounds to a
+// multiple of P among them. One unit more is denied, the edge itself allowed,
 // and then nothing passes. Each Result also equals engine.Step's, so the
 // registers each Take writes are checked by the next.
 func TestWideLimitsAtTheEdge(t *testing.T) {
@@ -162,10 +163,17 @@ func TestWideLimitsAtTheEdge(t *testing.T) {
 	}
 	l := core.Per(1<<40, time.Hour) // Capacity × Period past 2^47: wide
 	p := time.Hour.Microseconds()
-	start := (t0/p + 1) * p                             // a window's start
-	for _, prev := range []int64{1001, 1<<39 + 12345} { // prev·(P−e): about 2^41, and past 2^52
-		e := p/3 + 7
+	start := (t0/p + 1) * p // a window's start
+	// prev·(P−e): about 2^41; past 2^52; and k·P + 1 past 2^53, which a
+	// double rounds down to k·P, so that only an exact division finds
+	// the weight k + 1 (e is found for prev: prev·e ≡ −1 mod P).
+	inv := new(big.Int).ModInverse(big.NewInt(3185647), big.NewInt(p)).Int64()
+	for _, pe := range [][2]int64{{1001, p/3 + 7}, {1<<39 + 12345, p/3 + 7}, {3185647, p - inv}} {
+		prev, e := pe[0], pe[1]
 		w, r := mulDiv(prev, p-e, p)
+		if prev == 3185647 && (r != 1 || float64(prev)*float64(p-e) != float64(w)*float64(p)) {
+			t.Fatalf("prev %d, e %d: prev·(P−e) = %d·P + %d, not rounded down to %d·P in a double", prev, e, w, r, w)
+		}
 		if r > 0 {
 			w++
 		}
