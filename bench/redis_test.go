@@ -33,8 +33,10 @@ import (
 //     window per minute and a fixed window per hour, decided together
 //     (Tollgate only: the peers have no multi-limit decision); large-limit
 //     is a GCRA of 1e9 per hour (burst 1e9), whose Burst × Period passes
-//     2^47 µs, so that Tollgate computes it in spans (engine.Limit.Wide),
-//     for the libraries that limit (not ping or floor).
+//     2^47 µs, so that Tollgate computes it in spans (engine.Limit.Wide);
+//     denied is a GCRA of 1 per hour, used up before the measurement, so
+//     that every decision is denied: both for the libraries that limit
+//     (not ping or floor).
 //   - callers 1 or 64 concurrent goroutines, over 1000 keys.
 //   - lib tollgate (the default store and Limiter options: one EVALSHA per
 //     decision, sent by its caller when nothing else is in flight, else
@@ -85,10 +87,10 @@ import (
 //	done | tee redis.txt
 func BenchmarkRedis(b *testing.B) {
 	addr, keys := redisSetup(b)
-	for _, cs := range []redisShape{oneLimit, threeLimits, largeLimit} {
+	for _, cs := range []redisShape{oneLimit, threeLimits, largeLimit, deniedLimit} {
 		for _, callers := range []int{1, 64} {
 			for _, lib := range redisLibs {
-				if cs == threeLimits && !lib.multi || cs == largeLimit && lib.unlimited {
+				if cs == threeLimits && !lib.multi || cs >= largeLimit && lib.unlimited {
 					continue
 				}
 				b.Run(fmt.Sprintf("case=%v/callers=%d/lib=%s", cs, callers, lib.name), func(b *testing.B) {
@@ -98,11 +100,7 @@ func BenchmarkRedis(b *testing.B) {
 					defer rdb.Close()
 					decide := lib.new(b, rdb, cs)
 					ctx := context.Background()
-					for _, k := range keys { // create the keys: measure existing ones
-						if err := decide(ctx, k); err != nil {
-							b.Fatal(err)
-						}
-					}
+					createKeys(b, decide, keys, cs)
 					before, reads := commandCalls(b, rdb), serverStat(b, rdb, "total_reads_processed")
 					usec, scpu := scriptUsec(b, rdb), serverCPU(b, rdb)
 					trips.Store(0)
@@ -156,12 +154,14 @@ func BenchmarkRedis(b *testing.B) {
 // each for a second in turn, and the load moves more between its cases
 // than the libraries differ). Each lib=… case, tollgate over three
 // limits (three), and tollgate and redis_rate on the large limit
-// (tollgate-large, redis_rate-large: 1e9 per hour) get their median time
-// per decision (p50-µs-<lib>); the ratios of medians are × redis_rate
-// (large×redis_rate on the large limit) and × PING in decisions per
-// second, and × floor against the floor script; floor×ping is the floor
-// script's own ratio to PING, the most any one-script-per-decision design
-// gets here. An op is one block of each library in turn (550 decisions), each
+// (tollgate-large, redis_rate-large: 1e9 per hour) and denied
+// (tollgate-denied, redis_rate-denied: 1 per hour, used up) get their
+// median time per decision (p50-µs-<lib>); the ratios of medians are ×
+// redis_rate (large×redis_rate and denied×redis_rate on those limits) and
+// × PING in decisions per second, and × floor against the floor script;
+// floor×ping is the floor script's own ratio to PING, the most any
+// one-script-per-decision design gets here. An op is one block of each
+// library in turn (650 decisions), each
 // round starting with the next library, so that none is always first
 // after the others (see BenchmarkRedis64).
 //
@@ -179,11 +179,7 @@ func BenchmarkRedisLone(b *testing.B) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: !lib.handoff})
 		b.Cleanup(func() { rdb.Close() })
 		r := &runner{name: name, decide: lib.new(b, rdb, shape)}
-		for _, k := range keys { // create the keys: measure existing ones
-			if err := r.decide(ctx, k); err != nil {
-				b.Fatal(err)
-			}
-		}
+		createKeys(b, r.decide, keys, shape)
 		libs = append(libs, r)
 	}
 	for _, lib := range redisLibs {
@@ -192,8 +188,10 @@ func BenchmarkRedisLone(b *testing.B) {
 		case "tollgate":
 			add("three", lib, threeLimits)
 			add("tollgate-large", lib, largeLimit)
+			add("tollgate-denied", lib, deniedLimit)
 		case "redis_rate":
 			add("redis_rate-large", lib, largeLimit)
+			add("redis_rate-denied", lib, deniedLimit)
 		}
 	}
 	const block = 50
@@ -224,6 +222,7 @@ func BenchmarkRedisLone(b *testing.B) {
 	b.ReportMetric(p50["tollgate"]/p50["three"], "three×one")
 	b.ReportMetric(p50["redis_rate-large"]/p50["tollgate-large"], "large×redis_rate")
 	b.ReportMetric(p50["tollgate"]/p50["tollgate-large"], "large×one")
+	b.ReportMetric(p50["redis_rate-denied"]/p50["tollgate-denied"], "denied×redis_rate")
 	b.ReportMetric(p50["ping"]/p50["floor"], "floor×ping")
 	b.ReportMetric(p50["floor"]/p50["tollgate"], "×floor")
 	b.ReportMetric(float64(errs), "errors")
@@ -239,9 +238,11 @@ func BenchmarkRedisLone(b *testing.B) {
 // start and end, when fewer than 64 callers are in flight, weigh little:
 // with 2000 a turn, Tollgate's ratio to redis_rate measured about 10%
 // lower. The libraries are BenchmarkRedis's (less tollgate-unbatched),
-// three (the default over three limits), and tollgate-large and
-// redis_rate-large (1e9 per hour; their ratio is large×redis_rate). An op
-// is one turn of each library, each round starting with the next library.
+// three (the default over three limits), tollgate-large and
+// redis_rate-large (1e9 per hour; their ratio is large×redis_rate), and
+// tollgate-denied and redis_rate-denied (1 per hour, used up; their ratio
+// is denied×redis_rate). An op is one turn of each library, each round
+// starting with the next library.
 // In a fixed order,
 // tollgate, always first, measured below tollgate-handoff, the same store
 // third in the round (×handoff 0.91–1.11, median 0.96, in seven runs;
@@ -261,11 +262,7 @@ func BenchmarkRedis64(b *testing.B) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: !lib.handoff})
 		b.Cleanup(func() { rdb.Close() })
 		r := &runner{name: name, decide: lib.new(b, rdb, shape)}
-		for _, k := range keys { // create the keys: measure existing ones
-			if err := r.decide(ctx, k); err != nil {
-				b.Fatal(err)
-			}
-		}
+		createKeys(b, r.decide, keys, shape)
 		libs = append(libs, r)
 	}
 	for _, lib := range redisLibs {
@@ -276,9 +273,11 @@ func BenchmarkRedis64(b *testing.B) {
 			add("tollgate", lib, oneLimit)
 			add("three", lib, threeLimits)
 			add("tollgate-large", lib, largeLimit)
+			add("tollgate-denied", lib, deniedLimit)
 		case "redis_rate":
 			add("redis_rate", lib, oneLimit)
 			add("redis_rate-large", lib, largeLimit)
+			add("redis_rate-denied", lib, deniedLimit)
 		default:
 			add(lib.name, lib, oneLimit)
 		}
@@ -321,13 +320,15 @@ func BenchmarkRedis64(b *testing.B) {
 	b.ReportMetric(dps["three"]/dps["tollgate"], "three×one")
 	b.ReportMetric(dps["tollgate-large"]/dps["redis_rate-large"], "large×redis_rate")
 	b.ReportMetric(dps["tollgate-large"]/dps["tollgate"], "large×one")
+	b.ReportMetric(dps["tollgate-denied"]/dps["redis_rate-denied"], "denied×redis_rate")
 	b.ReportMetric(dps["tollgate"]/dps["tollgate-handoff"], "×handoff")
 	b.ReportMetric(dps["floor"]/dps["redis_rate"], "floor×redis_rate")
 	b.ReportMetric(float64(errs.Load()), "errors")
 }
 
 // A redisLib sets up one library on rdb for one case; decide makes one
-// decision and fails on an error or a denial (every case allows all).
+// decision and fails on an error or on an outcome other than the case's:
+// a denial, or on deniedLimit an allowance.
 type redisLib struct {
 	name      string
 	multi     bool // has a multi-limit case
@@ -348,10 +349,30 @@ const (
 	// largeLimit is a GCRA of 1e9 per hour, whose Burst × Period passes
 	// 2^47 µs: Tollgate computes it in spans (engine.Limit.Wide).
 	largeLimit
+	// deniedLimit is a GCRA of 1 per hour, used up by createKeys: every
+	// decision measured is denied.
+	deniedLimit
 )
 
 func (s redisShape) String() string {
-	return [...]string{"one-limit", "three-limits", "large-limit"}[s]
+	return [...]string{"one-limit", "three-limits", "large-limit", "denied"}[s]
+}
+
+// createKeys makes a decision on each key, so that a benchmark measures
+// existing keys. On the denied limit, that first decision uses the key's
+// one unit up (decide fails it: it was allowed), and a second must be
+// denied.
+func createKeys(b *testing.B, decide func(context.Context, string) error, keys []string, shape redisShape) {
+	ctx := context.Background()
+	for _, k := range keys {
+		err := decide(ctx, k)
+		if shape == deniedLimit {
+			err = decide(ctx, k)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 var redisLibs = []redisLib{
@@ -403,6 +424,8 @@ func newTollgateRedis(tb testing.TB, rdb *redis.Client, shape redisShape, opts .
 		limits = append(limits, core.Per(1e6, time.Minute), core.Per(1e12, time.Hour).WithAlgorithm(core.FixedWindow))
 	case largeLimit:
 		limits = []core.Option{core.Per(1e9, time.Hour).WithAlgorithm(core.GCRA)}
+	case deniedLimit:
+		limits = []core.Option{core.Per(1, time.Hour).WithAlgorithm(core.GCRA)}
 	}
 	lim, err := core.New(st, limits...)
 	if err != nil {
@@ -410,8 +433,8 @@ func newTollgateRedis(tb testing.TB, rdb *redis.Client, shape redisShape, opts .
 	}
 	return func(ctx context.Context, key string) error {
 		d, err := lim.Allow(ctx, key)
-		if err == nil && !d.Allowed {
-			err = fmt.Errorf("tollgate denied %q: %+v", key, d)
+		if err == nil && d.Allowed != (shape != deniedLimit) {
+			err = fmt.Errorf("tollgate decided %q: %+v", key, d)
 		}
 		return err
 	}
@@ -420,14 +443,17 @@ func newTollgateRedis(tb testing.TB, rdb *redis.Client, shape redisShape, opts .
 func newRedisRate(tb testing.TB, rdb *redis.Client, shape redisShape) func(context.Context, string) error {
 	l := redis_rate.NewLimiter(rdb)
 	limit := redis_rate.Limit{Rate: 1e6, Period: time.Second, Burst: 1e6}
-	if shape == largeLimit {
+	switch shape {
+	case largeLimit:
 		limit = redis_rate.Limit{Rate: 1e9, Period: time.Hour, Burst: 1e9}
+	case deniedLimit:
+		limit = redis_rate.Limit{Rate: 1, Period: time.Hour, Burst: 1}
 	}
 	prefix := benchPrefix("rr")
 	return func(ctx context.Context, key string) error {
 		res, err := l.Allow(ctx, prefix+key, limit)
-		if err == nil && res.Allowed == 0 {
-			err = fmt.Errorf("redis_rate denied %q: %+v", key, res)
+		if err == nil && (res.Allowed == 0) != (shape == deniedLimit) {
+			err = fmt.Errorf("redis_rate decided %q: %+v", key, res)
 		}
 		return err
 	}
@@ -439,14 +465,17 @@ func newUluleRedis(tb testing.TB, rdb *redis.Client, shape redisShape) func(cont
 		tb.Fatal(err)
 	}
 	rate := ulule.Rate{Period: time.Second, Limit: 1e6}
-	if shape == largeLimit {
+	switch shape {
+	case largeLimit:
 		rate = ulule.Rate{Period: time.Hour, Limit: 1e9}
+	case deniedLimit:
+		rate = ulule.Rate{Period: time.Hour, Limit: 1}
 	}
 	l := ulule.New(st, rate)
 	return func(ctx context.Context, key string) error {
 		c, err := l.Get(ctx, key)
-		if err == nil && c.Reached {
-			err = fmt.Errorf("ulule denied %q: %+v", key, c)
+		if err == nil && c.Reached != (shape == deniedLimit) {
+			err = fmt.Errorf("ulule decided %q: %+v", key, c)
 		}
 		return err
 	}
