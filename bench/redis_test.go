@@ -161,9 +161,9 @@ func BenchmarkRedis(b *testing.B) {
 // × PING in decisions per second, and × floor against the floor script;
 // floor×ping is the floor script's own ratio to PING, the most any
 // one-script-per-decision design gets here. An op is one block of each
-// library in turn (650 decisions), each
-// round starting with the next library, so that none is always first
-// after the others (see BenchmarkRedis64).
+// library in turn (650 decisions), each round starting with the next
+// library, so that none is always first after the others (see
+// BenchmarkRedis64).
 //
 //	go test -run '^$' -bench RedisLone -benchtime 40x -count 5 .
 func BenchmarkRedisLone(b *testing.B) {
@@ -242,11 +242,10 @@ func BenchmarkRedisLone(b *testing.B) {
 // redis_rate-large (1e9 per hour; their ratio is large×redis_rate), and
 // tollgate-denied and redis_rate-denied (1 per hour, used up; their ratio
 // is denied×redis_rate). An op is one turn of each library, each round
-// starting with the next library.
-// In a fixed order,
-// tollgate, always first, measured below tollgate-handoff, the same store
-// third in the round (×handoff 0.91–1.11, median 0.96, in seven runs;
-// rotated, 0.96–1.01, median 0.98, in seven runs interleaved with them).
+// starting with the next library. In a fixed order, tollgate, always
+// first, measured below tollgate-handoff, the same store third in the
+// round (×handoff 0.91–1.11, median 0.96, in seven runs; rotated,
+// 0.96–1.01, median 0.98, in seven runs interleaved with them).
 //
 //	go test -run '^$' -bench Redis64 -benchtime 10x -count 5 .
 func BenchmarkRedis64(b *testing.B) {
@@ -333,7 +332,7 @@ type redisLib struct {
 	name      string
 	multi     bool // has a multi-limit case
 	handoff   bool // its client has no ContextTimeoutEnabled
-	unlimited bool // limits nothing (ping, floor): no large-limit case
+	unlimited bool // limits nothing (ping, floor): no large-limit or denied case
 	new       func(tb testing.TB, rdb *redis.Client, shape redisShape) func(ctx context.Context, key string) error
 }
 
