@@ -182,18 +182,7 @@ func BenchmarkRedisLone(b *testing.B) {
 		createKeys(b, r.decide, keys, shape)
 		libs = append(libs, r)
 	}
-	for _, lib := range redisLibs {
-		add(lib.name, lib, oneLimit)
-		switch lib.name {
-		case "tollgate":
-			add("three", lib, threeLimits)
-			add("tollgate-large", lib, largeLimit)
-			add("tollgate-denied", lib, deniedLimit)
-		case "redis_rate":
-			add("redis_rate-large", lib, largeLimit)
-			add("redis_rate-denied", lib, deniedLimit)
-		}
-	}
+	addRunners(add)
 	const block = 50
 	var errs int
 	b.ResetTimer()
@@ -264,23 +253,7 @@ func BenchmarkRedis64(b *testing.B) {
 		createKeys(b, r.decide, keys, shape)
 		libs = append(libs, r)
 	}
-	for _, lib := range redisLibs {
-		switch lib.name {
-		case "tollgate-unbatched":
-			continue
-		case "tollgate":
-			add("tollgate", lib, oneLimit)
-			add("three", lib, threeLimits)
-			add("tollgate-large", lib, largeLimit)
-			add("tollgate-denied", lib, deniedLimit)
-		case "redis_rate":
-			add("redis_rate", lib, oneLimit)
-			add("redis_rate-large", lib, largeLimit)
-			add("redis_rate-denied", lib, deniedLimit)
-		default:
-			add(lib.name, lib, oneLimit)
-		}
-	}
+	addRunners(add, "tollgate-unbatched")
 	const callers, turn = 64, 10000
 	var errs atomic.Int64
 	b.ResetTimer()
@@ -355,6 +328,28 @@ const (
 
 func (s redisShape) String() string {
 	return [...]string{"one-limit", "three-limits", "large-limit", "denied"}[s]
+}
+
+// addRunners calls add with each runner of the interleaved benchmarks,
+// named as they report it: every library of redisLibs but those of except
+// on the one limit, tollgate on three limits (three), and tollgate and
+// redis_rate on the large and denied limits (<lib>-large, <lib>-denied).
+func addRunners(add func(name string, lib redisLib, shape redisShape), except ...string) {
+	for _, lib := range redisLibs {
+		if slices.Contains(except, lib.name) {
+			continue
+		}
+		add(lib.name, lib, oneLimit)
+		switch lib.name {
+		case "tollgate":
+			add("three", lib, threeLimits)
+			add("tollgate-large", lib, largeLimit)
+			add("tollgate-denied", lib, deniedLimit)
+		case "redis_rate":
+			add("redis_rate-large", lib, largeLimit)
+			add("redis_rate-denied", lib, deniedLimit)
+		}
+	}
 }
 
 // createKeys makes a decision on each key, so that a benchmark measures
