@@ -218,3 +218,67 @@ func stalledStore(t *testing.T, opts ...Option) (s *Store, lanes *receiptLanes, 
 	t.Cleanup(func() { srv.signal(syscall.SIGCONT) })
 	return s, lanes, take
 }
+
+// TestAnIdleStoreKeepsItsDeadlines: a store that has not heard from the
+// server for a while lowers its estimate of the server's clock by
+// driftAllowance per second of that pause (serverClock), which after 100 s
+// is a Limiter's whole 100 ms timeout: the first calls after such a pause
+// were stamped with a deadline the server had already passed, and refused.
+// A batch whose deadlines the allowance would cut by more than a quarter
+// asks the server's TIME first: after a pause of 200 s (its last reply's
+// time moved back), a Take sent inline, one sent alone from a goroutine
+// (no batching) and two batched are each decided and allowed, and the
+// clock has learned a fresh offset.
+func TestAnIdleStoreKeepsItsDeadlines(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	plan := planOf("", core.PerSecond(1000))
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		calls int
+	}{
+		{"inline", nil, 1},
+		{"alone, no batching", []Option{WithBatching(0, 0)}, 1},
+		{"batched", []Option{WithBatching(64, 1)}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, c, tc.opts...)
+			key := "idle " + tc.name
+			if _, err := s.ApplyBy(ctx, engine.Op{Plan: plan, Key: key, Cost: 1}, time.Now().Add(100*time.Millisecond)); err != nil {
+				t.Fatal(err) // teaches the store the server's clock
+			}
+			k := s.clock
+			k.mu.Lock()
+			k.seen -= 200e6 // the last reply, 200 s ago
+			k.sec -= 200
+			k.mu.Unlock()
+			if d := k.deadline(time.Now().Add(100*time.Millisecond), time.Now()); d > time.Now().UnixMicro()-50_000 {
+				t.Fatalf("after 200 s the stale offset still puts a deadline 100 ms away at %d, not 100 ms before the server's time %d", d, time.Now().UnixMicro())
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, tc.calls)
+			for i := range tc.calls {
+				wg.Go(func() {
+					var res engine.Result
+					res, errs[i] = s.ApplyBy(ctx, engine.Op{Plan: plan, Key: key, Cost: 1}, time.Now().Add(100*time.Millisecond))
+					if errs[i] == nil && !res.Allowed {
+						errs[i] = fmt.Errorf("denied: %+v", res)
+					}
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("call %d after the pause: %v", i, err)
+				}
+			}
+			k.mu.Lock()
+			age := k.since(time.Now()) - k.seen
+			k.mu.Unlock()
+			if age > 10e6 {
+				t.Errorf("the clock's last reply is %d µs old after the calls, want a fresh one", age)
+			}
+		})
+	}
+}

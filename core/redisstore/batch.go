@@ -399,6 +399,9 @@ func (s *Store) send(base context.Context, client Client, addr string, batch []*
 func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*call, own bool) []result {
 	node := addr != "" // client is one node's of a Cluster, not the store's
 	now := time.Now()  // one reading for the batch's deadlines
+	if s.clock.stale(now, calls) && s.askTime(ctx, client) {
+		now = time.Now()
+	}
 	for _, c := range calls {
 		s.stamp(c, now)
 	}
@@ -561,6 +564,21 @@ func (s *Store) exec(ctx context.Context, client Client, addr string, calls []*c
 		s.lanes.failed(client)
 	}
 	return res
+}
+
+// askTime reads the server's clock with TIME through client under ctx,
+// for a batch about to be stamped with an offset too old to trust (see
+// serverClock.stale), and reports whether it did.
+func (s *Store) askTime(ctx context.Context, client Client) bool {
+	pipe := client.Pipeline()
+	cmd := pipe.Time(ctx)
+	_, _ = pipe.Exec(ctx)
+	t, err := cmd.Result()
+	if err != nil {
+		return false
+	}
+	s.clock.observe(t.UnixMicro(), time.Now())
+	return true
 }
 
 // expired reports whether ctx has ended or its deadline has passed: a

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate/tollgate/core/engine"
 )
 
 // Deadlines. A caller that gives up on an operation (its context ends: the
@@ -33,7 +35,11 @@ import (
 // bound seen within the last two seconds, so that it follows the server's
 // clock if it steps back; older, it is lowered by driftAllowance per second
 // of its age, since the clocks drift apart slowly (NTP slews at most
-// 500 ppm).
+// 500 ppm). That allowance grows without bound while the store is idle:
+// after 100 s it would take 100 ms, a Limiter's whole timeout, and the
+// first calls after such a pause would be refused as past their deadline.
+// So a batch whose deadlines the allowance would cut by more than a
+// quarter of their time left (stale) first asks the server's TIME.
 type serverClock struct {
 	base time.Time
 
@@ -86,6 +92,28 @@ func (k *serverClock) observe(srv int64, now time.Time) {
 	k.sec, k.seen = max(k.sec, sec), at
 	k.mu.Unlock()
 	k.ready.Store(true)
+}
+
+// stale reports whether the allowance for drift that deadline would take
+// at now (the offset's age past two seconds, at driftAllowance a second) is
+// more than a quarter of the time left until the earliest deadline among
+// calls (a Peek carries none), so that the offset should be asked afresh.
+func (k *serverClock) stale(now time.Time, calls []*call) bool {
+	at := k.since(now) + 1
+	k.mu.Lock()
+	seen := k.seen
+	k.mu.Unlock()
+	age := at - seen
+	if seen == 0 || age <= 2e6 {
+		return false
+	}
+	cut := age / 1e6 * driftAllowance
+	for _, c := range calls {
+		if !c.deadline.IsZero() && c.op.Kind != engine.Peek && 4*cut > int64(c.deadline.Sub(now)/time.Microsecond) {
+			return true
+		}
+	}
+	return false
 }
 
 // deadline returns d in the server's clock (Unix µs), no later than the

@@ -166,6 +166,10 @@
 //     every reply, which carries the server's TIME: the store keeps a lower
 //     bound of the offset between the clocks, so that the converted
 //     deadline falls no later than the caller's own (see deadline.go).
+//     That bound is lowered for drift while no reply comes; after a pause
+//     long enough that it would cut a quarter of a call's time left (25 s
+//     for the Limiter's 100 ms), the store first asks the server's TIME,
+//     one round trip, rather than have the script refuse the call.
 //   - A script that ran before the deadline may reply after it. The store
 //     still reads the reply, up to one second past the deadline, and undoes
 //     what the operation did with the opposite one: a refund for an
