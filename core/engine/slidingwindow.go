@@ -39,7 +39,7 @@ func slidingWeight(p, e, prev int64) int64 {
 	if prev == 0 {
 		return 0
 	}
-	q, r := mulDivMod(prev, p-e, p)
+	q, r := MulDivMod(prev, p-e, p)
 	if r != 0 {
 		q++
 	}
@@ -59,7 +59,7 @@ func slidingWait(q, p, w, prev, cur, c int64) int64 {
 	// Later in this window, once prev·(P−e') ≤ r·P: e' = P − ⌊r·P/prev⌋,
 	// when that is in this window. (r < prev, or c would pass now.)
 	if r := q - cur - c; r >= 0 && r < prev {
-		if x, _ := mulDivMod(r, p, prev); x > 0 {
+		if x, _ := MulDivMod(r, p, prev); x > 0 {
 			return w*p + p - x
 		}
 	}
@@ -67,7 +67,7 @@ func slidingWait(q, p, w, prev, cur, c int64) int64 {
 	// cur·(P−e') ≤ (Q−c)·P.
 	var e2 int64
 	if cur > q-c {
-		x, _ := mulDivMod(q-c, p, cur)
+		x, _ := MulDivMod(q-c, p, cur)
 		e2 = p - x
 	}
 	return (w+1)*p + e2

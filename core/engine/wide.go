@@ -22,9 +22,10 @@ import "math/bits"
 // 2^52 is divided at once, where doubles are exact, and one past it by an
 // exact routine (apply.lua.tmpl, mdm), on this path only.
 
-// mulDivMod returns ⌊a·b/d⌋ and a·b mod d for a, b ≥ 0 and d > 0 whose
-// quotient is below 2^63.
-func mulDivMod(a, b, d int64) (q, r int64) {
+// MulDivMod returns ⌊a·b/d⌋ and a·b mod d for a, b ≥ 0 and d > 0 whose
+// quotient is below 2^63, exactly, through 128 bits. (The Redis store
+// computes a wide limit's spans with it, for its specialized scripts.)
+func MulDivMod(a, b, d int64) (q, r int64) {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
 	if hi == 0 {
 		return int64(lo / uint64(d)), int64(lo % uint64(d))

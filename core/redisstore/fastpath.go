@@ -4,7 +4,6 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
-	"math/bits"
 	"strings"
 	"sync/atomic"
 	"text/template"
@@ -84,7 +83,8 @@ type scriptData struct {
 // in Lua. A wide limit (engine.Limit.Wide), whose products pass 2^53, has
 // none of them: its steps count time in spans, w + f/Q µs (as the generic
 // script's exact path does), and it has the spans of a unit, of its
-// capacity and of its most debt instead, each computed here in 128 bits.
+// capacity and of its most debt instead, each computed here in 128 bits
+// (engine.MulDivMod).
 type fastLimit struct {
 	N                   int    // position among the limits, from 1: its locals are A<N>, B<N>, …
 	Alg                 string // "fixed", "sliding", "token", "gcra" (GCRA and LeakyBucket), or for a wide limit "wsliding" or "wgcra" (GCRA, LeakyBucket and TokenBucket)
@@ -151,8 +151,8 @@ func newFastLimit(n int, p engine.Limit) fastLimit {
 		}
 		l.Alg = "wgcra"
 		l.TK, l.TR = p.Period/p.Quota, p.Period%p.Quota
-		l.CW, l.CF = mulDivMod(p.Capacity, p.Period, p.Quota)
-		l.LW, l.LF = mulDivMod(m, p.Period, p.Quota)
+		l.CW, l.CF = engine.MulDivMod(p.Capacity, p.Period, p.Quota)
+		l.LW, l.LF = engine.MulDivMod(m, p.Period, p.Quota)
 		return l
 	}
 	mp := m * p.Period
@@ -167,14 +167,6 @@ func newFastLimit(n int, p engine.Limit) fastLimit {
 		l.Alg = "token"
 	}
 	return l
-}
-
-// mulDivMod returns ⌊a·b/d⌋ and a·b mod d for a, b ≥ 0 and d > 0 whose
-// quotient fits 64 bits (a wide limit's spans: below 2^53).
-func mulDivMod(a, b, d int64) (q, r int64) {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	uq, ur := bits.Div64(hi, lo, uint64(d))
-	return int64(uq), int64(ur)
 }
 
 // stripComments drops the lines of s that hold only a comment or nothing,
