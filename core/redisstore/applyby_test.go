@@ -250,7 +250,7 @@ func TestAnIdleStoreKeepsItsDeadlines(t *testing.T) {
 			}
 			k := s.clock
 			k.mu.Lock()
-			k.seen -= 200e6 // the last reply, 200 s ago
+			k.seen.Add(-200e6) // the last reply, 200 s ago
 			k.sec -= 200
 			k.mu.Unlock()
 			if d := k.deadline(time.Now().Add(100*time.Millisecond), time.Now()); d > time.Now().UnixMicro()-50_000 {
@@ -274,10 +274,60 @@ func TestAnIdleStoreKeepsItsDeadlines(t *testing.T) {
 				}
 			}
 			k.mu.Lock()
-			age := k.since(time.Now()) - k.seen
+			age := k.since(time.Now()) - k.seen.Load()
 			k.mu.Unlock()
 			if age > 10e6 {
 				t.Errorf("the clock's last reply is %d µs old after the calls, want a fresh one", age)
+			}
+		})
+	}
+}
+
+// TestAnIdleStoreGivesUpOnAStalledServer is the same pause on a stopped
+// server (SIGSTOP): the TIME the store asks first waits no longer than
+// the caller, who gives up at its deadline, inline and without batching;
+// and once the server resumes, the key shows no charge of that call (one
+// unit used of 10 an hour, by the call before the pause).
+func TestAnIdleStoreGivesUpOnAStalledServer(t *testing.T) {
+	const by = 150 * time.Millisecond
+	srv := startServer(t)
+	c := redis.NewClient(clientOptions(srv.addr))
+	defer c.Close()
+	ctx := context.Background()
+	plan := planOf("", core.PerHour(10).WithAlgorithm(core.GCRA))
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{{"inline", nil}, {"unbatched", []Option{WithBatching(0, 0)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, c, tc.opts...)
+			key := "stalled after a pause, " + tc.name
+			if _, err := s.Apply(ctx, engine.Op{Plan: plan, Key: key, Cost: 1}); err != nil {
+				t.Fatal(err) // one unit; teaches the store the server's clock
+			}
+			k := s.clock
+			k.mu.Lock()
+			k.seen.Add(-200e6) // the last reply, 200 s ago
+			k.sec -= 200
+			k.mu.Unlock()
+			srv.signal(syscall.SIGSTOP)
+			start := time.Now()
+			_, err := s.ApplyBy(ctx, engine.Op{Plan: plan, Key: key, Cost: 1}, start.Add(by))
+			took := time.Since(start)
+			srv.signal(syscall.SIGCONT)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want the deadline's", err)
+			}
+			if took < by-5*time.Millisecond || took > by+slack {
+				t.Errorf("gave up after %v, want %v (+%v slack)", took, by, slack)
+			}
+			time.Sleep(lateGrace + 500*time.Millisecond) // the resumed server runs what it holds; an undo would be done
+			res, err := s.Apply(ctx, engine.Op{Plan: plan, Key: key, Kind: engine.Peek})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Remaining != 9 {
+				t.Errorf("after the server resumed, %d of 10 remain, want 9: the call that gave up was charged", res.Remaining)
 			}
 		})
 	}

@@ -47,9 +47,9 @@ type serverClock struct {
 	cur  int64 // largest bound seen in the current second of the client's clock
 	prev int64 // in the second before
 	sec  int64 // the current second: client µs / 1e6
-	seen int64 // client µs of the last sample; 0: none
-
-	ready atomic.Bool // seen is not 0
+	// seen is the client µs of the last sample, 0 for none: written under
+	// mu, read without it by known and stale.
+	seen atomic.Int64
 }
 
 // driftAllowance is how many µs per second an old offset is lowered by.
@@ -62,7 +62,7 @@ func (k *serverClock) since(t time.Time) int64 { return int64(t.Sub(k.base) / ti
 
 // known reports whether a reply has taught the offset yet: deadline
 // returns 0 until it has.
-func (k *serverClock) known() bool { return k.ready.Load() }
+func (k *serverClock) known() bool { return k.seen.Load() != 0 }
 
 // serverTime returns the server's time that reply v carries (its head, in
 // µs), if it carries one.
@@ -82,16 +82,16 @@ func (k *serverClock) observe(srv int64, now time.Time) {
 	sec := at / 1e6
 	k.mu.Lock()
 	switch {
-	case k.seen == 0 || sec > k.sec+1:
+	case k.seen.Load() == 0 || sec > k.sec+1:
 		k.cur, k.prev = bound, bound
 	case sec == k.sec+1:
 		k.prev, k.cur = k.cur, bound
 	default:
 		k.cur = max(k.cur, bound)
 	}
-	k.sec, k.seen = max(k.sec, sec), at
+	k.sec = max(k.sec, sec)
+	k.seen.Store(at)
 	k.mu.Unlock()
-	k.ready.Store(true)
 }
 
 // stale reports whether the allowance for drift that deadline would take
@@ -100,9 +100,7 @@ func (k *serverClock) observe(srv int64, now time.Time) {
 // calls (a Peek carries none), so that the offset should be asked afresh.
 func (k *serverClock) stale(now time.Time, calls []*call) bool {
 	at := k.since(now) + 1
-	k.mu.Lock()
-	seen := k.seen
-	k.mu.Unlock()
+	seen := k.seen.Load()
 	age := at - seen
 	if seen == 0 || age <= 2e6 {
 		return false
@@ -123,7 +121,7 @@ func (k *serverClock) stale(now time.Time, calls []*call) bool {
 func (k *serverClock) deadline(d, now time.Time) int64 {
 	at := k.since(now) + 1
 	k.mu.Lock()
-	seen, off := k.seen, max(k.cur, k.prev)
+	seen, off := k.seen.Load(), max(k.cur, k.prev)
 	if at/1e6 > k.sec+1 {
 		off = k.cur
 	}
