@@ -46,7 +46,10 @@ import (
 //     (redisstore.WithBatching(0, 0): one EVALSHA per decision, inline or
 //     from a goroutine of its own), tollgate-records (redisstore.WithOpTTL:
 //     operation records, which let go-redis resend a decision safely),
-//     redis_rate (go-redis/redis_rate/v10), ulule (ulule/limiter/v3's
+//     redis_rate (go-redis/redis_rate/v10), redis_rate-deadline (the same,
+//     each decision under a context of core.DefaultTimeout: the bound
+//     Tollgate's Limiter puts on each call, which redis_rate's users add
+//     with context.WithTimeout), ulule (ulule/limiter/v3's
 //     Redis store), ping (one PING per decision: the ceiling of any
 //     one-command-per-decision design), floor (a script that does only what
 //     any exact script-based limiter must: read the server's clock (TIME),
@@ -157,11 +160,12 @@ func BenchmarkRedis(b *testing.B) {
 // (tollgate-large, redis_rate-large: 1e9 per hour) and denied
 // (tollgate-denied, redis_rate-denied: 1 per hour, used up) get their
 // median time per decision (p50-µs-<lib>); the ratios of medians are ×
-// redis_rate (large×redis_rate and denied×redis_rate on those limits) and
+// redis_rate (large×redis_rate and denied×redis_rate on those limits), ×
+// redis_rate-deadline (redis_rate bounded as Tollgate's calls are) and
 // × PING in decisions per second, and × floor against the floor script;
 // floor×ping is the floor script's own ratio to PING, the most any
 // one-script-per-decision design gets here. An op is one block of each
-// library in turn (650 decisions), each round starting with the next
+// library in turn (700 decisions), each round starting with the next
 // library, so that none is always first after the others (see
 // BenchmarkRedis64).
 //
@@ -207,6 +211,7 @@ func BenchmarkRedisLone(b *testing.B) {
 		b.ReportMetric(p50[r.name], "p50-µs-"+r.name)
 	}
 	b.ReportMetric(p50["redis_rate"]/p50["tollgate"], "×redis_rate")
+	b.ReportMetric(p50["redis_rate-deadline"]/p50["tollgate"], "×redis_rate-deadline")
 	b.ReportMetric(p50["ping"]/p50["tollgate"], "×ping")
 	b.ReportMetric(p50["tollgate"]/p50["three"], "three×one")
 	b.ReportMetric(p50["redis_rate-large"]/p50["tollgate-large"], "large×redis_rate")
@@ -226,7 +231,8 @@ func BenchmarkRedisLone(b *testing.B) {
 // medians. A turn is long enough (about 156 decisions per caller) that its
 // start and end, when fewer than 64 callers are in flight, weigh little:
 // with 2000 a turn, Tollgate's ratio to redis_rate measured about 10%
-// lower. The libraries are BenchmarkRedis's (less tollgate-unbatched),
+// lower. The libraries are BenchmarkRedis's (less tollgate-unbatched;
+// against redis_rate-deadline, the ratio is ×redis_rate-deadline),
 // three (the default over three limits), tollgate-large and
 // redis_rate-large (1e9 per hour; their ratio is large×redis_rate), and
 // tollgate-denied and redis_rate-denied (1 per hour, used up; their ratio
@@ -288,6 +294,7 @@ func BenchmarkRedis64(b *testing.B) {
 		b.ReportMetric(dps[r.name], "dps-"+r.name)
 	}
 	b.ReportMetric(dps["tollgate"]/dps["redis_rate"], "×redis_rate")
+	b.ReportMetric(dps["tollgate"]/dps["redis_rate-deadline"], "×redis_rate-deadline")
 	b.ReportMetric(dps["tollgate"]/dps["ping"], "×ping")
 	b.ReportMetric(dps["three"]/dps["tollgate"], "three×one")
 	b.ReportMetric(dps["tollgate-large"]/dps["redis_rate-large"], "large×redis_rate")
@@ -385,6 +392,14 @@ var redisLibs = []redisLib{
 		return newTollgateRedis(tb, rdb, shape, redisstore.WithOpTTL(5*time.Second))
 	}},
 	{"redis_rate", false, false, false, newRedisRate},
+	{"redis_rate-deadline", false, false, false, func(tb testing.TB, rdb *redis.Client, shape redisShape) func(context.Context, string) error {
+		decide := newRedisRate(tb, rdb, shape)
+		return func(ctx context.Context, key string) error {
+			ctx, cancel := context.WithTimeout(ctx, core.DefaultTimeout)
+			defer cancel()
+			return decide(ctx, key)
+		}
+	}},
 	{"ulule", false, false, false, newUluleRedis},
 	{"ping", false, false, true, func(tb testing.TB, rdb *redis.Client, _ redisShape) func(context.Context, string) error {
 		return func(ctx context.Context, _ string) error { return rdb.Ping(ctx).Err() }
