@@ -94,18 +94,29 @@ func (k *serverClock) observe(srv int64, now time.Time) {
 	k.mu.Unlock()
 }
 
+// drift returns what deadline lowers the offset by for an offset of age µs
+// (see serverClock): nothing within two seconds, else driftAllowance per
+// second of its age.
+func drift(age int64) int64 {
+	if age <= 2e6 {
+		return 0
+	}
+	return age / 1e6 * driftAllowance
+}
+
 // stale reports whether the allowance for drift that deadline would take
-// at now (the offset's age past two seconds, at driftAllowance a second) is
-// more than a quarter of the time left until the earliest deadline among
-// calls (a Peek carries none), so that the offset should be asked afresh.
+// at now is more than a quarter of the time left until the earliest
+// deadline among calls (a Peek carries none), so that the offset should be
+// asked afresh.
 func (k *serverClock) stale(now time.Time, calls []*call) bool {
-	at := k.since(now) + 1
 	seen := k.seen.Load()
-	age := at - seen
-	if seen == 0 || age <= 2e6 {
+	if seen == 0 {
 		return false
 	}
-	cut := age / 1e6 * driftAllowance
+	cut := drift(k.since(now) + 1 - seen)
+	if cut == 0 {
+		return false
+	}
 	for _, c := range calls {
 		if !c.deadline.IsZero() && c.op.Kind != engine.Peek && 4*cut > int64(c.deadline.Sub(now)/time.Microsecond) {
 			return true
@@ -129,8 +140,5 @@ func (k *serverClock) deadline(d, now time.Time) int64 {
 	if seen == 0 {
 		return 0
 	}
-	if age := at - seen; age > 2e6 {
-		off -= age / 1e6 * driftAllowance
-	}
-	return max(k.since(d)+off, 1)
+	return max(k.since(d)+off-drift(at-seen), 1)
 }
